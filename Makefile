@@ -1,0 +1,35 @@
+# Two commands: `make charts` (the main job) and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup charts test bench lint notebooks clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+charts: $(STAMP)  ## regenerate every chart and table under data/ (embedded fakeredis, virtual clock)
+	$(PY) -m simulator charts
+
+test: $(STAMP)  ## the whole test suite: property, clock, CLI, real-server and notebook tests
+	$(PY) -m pytest -n 2
+
+bench: $(STAMP)
+	$(PY) -m simulator bench
+
+lint: $(STAMP)
+	$(PY) -m ruff check simulator tests
+	$(PY) -m ruff format --check simulator tests
+	$(PY) -m mypy
+
+notebooks: $(STAMP)  ## rebuild each .ipynb from its paired # %% source (no outputs)
+	$(PY) -m jupytext --to ipynb --update notebooks/*.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

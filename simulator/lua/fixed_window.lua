@@ -1,0 +1,30 @@
+--[[
+fixed_window: clock-aligned fixed window counter (the interview card's version).
+
+The window is the grid cell floor(now_ms / window_ms); its index is part of the key, so every
+client's windows start at the same instants. Every hit is counted, refused ones included, and the
+key expires one window after its first hit (only the first hit sets the expiry).
+
+KEYS[1]  counter for this client and grid window, e.g. rl:fw:{alice}:28000000
+ARGV[1]  now_ms     current time, integer milliseconds
+ARGV[2]  window_ms  window length, integer milliseconds (> 0)
+ARGV[3]  limit      requests allowed per window (>= 1)
+
+Returns {allowed 0|1, count, limit, remaining, reset_ms, retry_after_ms}
+  count           the counter after this hit (what was compared with the limit)
+  reset_ms        milliseconds until this grid window ends
+  retry_after_ms  same as reset_ms on a refusal, 0 when allowed
+]]
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then
+  redis.call('PEXPIRE', KEYS[1], window)
+end
+local reset = window - (now % window)
+if count <= limit then
+  return {1, count, limit, limit - count, reset, 0}
+end
+return {0, count, limit, 0, reset, reset}

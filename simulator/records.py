@@ -1,0 +1,94 @@
+"""One row per decision, with the header values a server would send.
+
+Each decision becomes one row of the decision log: who asked, when, whether it was admitted, the
+count or estimate the algorithm compared with the limit, and the values of the ``RateLimit-Limit``,
+``RateLimit-Remaining``, ``RateLimit-Reset`` and (on a refusal) ``Retry-After`` headers, kept in
+milliseconds. :func:`to_frame` turns the rows into a pandas DataFrame with explicit dtypes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import pandas as pd
+
+__all__ = ["Decision", "COLUMNS", "DTYPES", "DecisionLog", "to_frame", "http_headers"]
+
+
+class Decision(NamedTuple):
+    """What a limiter answered for one request."""
+
+    allowed: bool
+    count: float  # the count or estimate compared with the limit
+    limit: int
+    remaining: int
+    reset_ms: int  # -1 when the key has no expiry
+    retry_after_ms: int  # 0 when allowed
+
+
+DTYPES: dict[str, str] = {
+    "run_id": "string",
+    "seed": "int64",
+    "algorithm": "string",
+    "client": "string",
+    "t_ms": "int64",
+    "allowed": "bool",
+    "count": "float64",
+    "limit": "int64",
+    "remaining": "int64",
+    "reset_ms": "int64",
+    "retry_after_ms": "Int64",  # <NA> when allowed: no Retry-After header is sent
+}
+COLUMNS = tuple(DTYPES)
+
+
+class DecisionLog:
+    """Collects rows column by column (cheap on the hot path) until :meth:`frame` is called."""
+
+    def __init__(self, run_id: str, seed: int, algorithm: str) -> None:
+        self.run_id, self.seed, self.algorithm = run_id, seed, algorithm
+        self.rows: list[tuple[str, int, Decision]] = []
+
+    def append(self, client: str, t_ms: int, decision: Decision) -> None:
+        self.rows.append((client, t_ms, decision))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def frame(self) -> pd.DataFrame:
+        return to_frame(self.rows, self.run_id, self.seed, self.algorithm)
+
+
+def to_frame(
+    rows: Iterable[tuple[str, int, Decision]], run_id: str, seed: int, algorithm: str
+) -> pd.DataFrame:
+    """Rows of ``(client, t_ms, Decision)`` as a decision-log frame."""
+    rows = list(rows)
+    data: dict[str, object] = {
+        "run_id": [run_id] * len(rows),
+        "seed": [seed] * len(rows),
+        "algorithm": [algorithm] * len(rows),
+        "client": [r[0] for r in rows],
+        "t_ms": [r[1] for r in rows],
+    }
+    for i, name in enumerate(Decision._fields):
+        data[name] = [r[2][i] for r in rows]
+    frame = pd.DataFrame(data, columns=list(COLUMNS))
+    allowed = frame["allowed"].astype(bool)
+    frame["retry_after_ms"] = frame["retry_after_ms"].where(~allowed, None)
+    return frame.astype(DTYPES)
+
+
+def http_headers(row: pd.Series | Decision) -> dict[str, str]:
+    """The response headers for one decision (seconds, rounded up, as HTTP wants)."""
+    headers = {
+        "RateLimit-Limit": str(int(row.limit)),
+        "RateLimit-Remaining": str(int(row.remaining)),
+    }
+    if row.reset_ms >= 0:
+        headers["RateLimit-Reset"] = str(math.ceil(row.reset_ms / 1000))
+    if not row.allowed:
+        headers["Retry-After"] = str(math.ceil(int(row.retry_after_ms) / 1000))
+    return headers
