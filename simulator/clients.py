@@ -22,7 +22,9 @@ Ask = Callable[[str], Decision]
 Proc = Generator[simpy.Event, Any, None]
 
 
-def constant(env: simpy.Environment, spec: ConstantRate, ask: Ask, rng: np.random.Generator) -> Proc:
+def constant(
+    env: simpy.Environment, spec: ConstantRate, ask: Ask, rng: np.random.Generator
+) -> Proc:
     if spec.rate_per_s == 0:
         return
     gap_ms = 1000.0 / spec.rate_per_s

@@ -44,7 +44,12 @@ class Limiter:
     @staticmethod
     def parse(reply: Sequence[Any]) -> Decision:
         return Decision(
-            bool(reply[0]), float(reply[1]), int(reply[2]), int(reply[3]), int(reply[4]), int(reply[5])
+            bool(reply[0]),
+            float(reply[1]),
+            int(reply[2]),
+            int(reply[3]),
+            int(reply[4]),
+            int(reply[5]),
         )
 
     def call(self, client: str, now_ms: int) -> tuple[Script, Sequence[str], Sequence[Any]]:

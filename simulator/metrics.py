@@ -67,3 +67,16 @@ def admitted_per_second(frame: pd.DataFrame) -> pd.DataFrame:
         if col not in wide.columns:
             wide[col] = 0
     return wide[["admitted", "refused"]].reset_index()
+
+
+def rolling_curve(frame: pd.DataFrame, window_ms: int, t_grid_ms: np.ndarray) -> pd.DataFrame:
+    """Per algorithm: admitted requests in (t - W, t] at each time of ``t_grid_ms`` (all clients)."""
+    rows = []
+    for algorithm, part in frame.groupby("algorithm", sort=False):
+        times = np.sort(part.loc[part["allowed"], "t_ms"].to_numpy(dtype="int64"))
+        upto = np.searchsorted(times, t_grid_ms, side="right")
+        before = np.searchsorted(times, t_grid_ms - window_ms, side="right")
+        rows.append(
+            pd.DataFrame({"algorithm": algorithm, "t_ms": t_grid_ms, "in_window": upto - before})
+        )
+    return pd.concat(rows, ignore_index=True)

@@ -181,9 +181,7 @@ class EmbeddedValkey:
                     )
                 if self._wait_ready(self._proc):
                     return self
-            raise RuntimeError(
-                f"valkey-server lost its port 3 times:\n{self.log_tail()}"
-            )
+            raise RuntimeError(f"valkey-server lost its port 3 times:\n{self.log_tail()}")
         except BaseException:
             self.stop()
             raise
@@ -254,9 +252,7 @@ class EmbeddedCluster:
         startup_timeout_s: float = 20.0,
     ) -> None:
         args = ["--cluster-node-timeout", str(node_timeout_ms), *_config_args(config)]
-        self.servers = [
-            EmbeddedValkey(maxmemory, args, cluster_node=True) for _ in range(masters)
-        ]
+        self.servers = [EmbeddedValkey(maxmemory, args, cluster_node=True) for _ in range(masters)]
         self.startup_timeout_s = startup_timeout_s
 
     @property

@@ -6,6 +6,8 @@ import os
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from simulator.servers import EmbeddedCluster, EmbeddedValkey, open_url, valkey_binary
 
@@ -53,7 +55,8 @@ def test_stop_on_exception() -> None:
 
 def test_kill_simulates_crash() -> None:
     with EmbeddedValkey(config=["--maxmemory-policy", "noeviction"]) as server:
-        c = server.client(socket_connect_timeout=1, socket_timeout=1)
+        # No retries: redis-py's default back-off would only slow the failure down.
+        c = server.client(socket_timeout=1, retry=Retry(NoBackoff(), 0))
         assert c.ping()
         server.kill()
         assert _pid_gone(server.pid)

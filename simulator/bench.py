@@ -1,0 +1,74 @@
+"""Benchmarks that print figures and ratios measured in one run on this machine.
+
+``core``: how much the simulator costs on top of the scripts. For each algorithm the same number
+of decisions is made twice on the embedded fakeredis: once as a bare loop of ``EVALSHA`` calls
+(keys and arguments prepared in advance), once through the whole model (SimPy clients, limiter,
+decision log, DataFrame). The ratio is simulator rate / raw rate; the goal is >= 0.9.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from simulator.backends import FakeRedisBackend
+from simulator.limiters import ALGORITHMS
+from simulator.model import simulate
+from simulator.scenario import ConstantRate, Scenario
+
+__all__ = ["bench_core", "SECTIONS"]
+
+CLIENTS = 50
+LIMIT, WINDOW_MS = 100, 60_000
+
+
+def _scenario(algorithm: str, decisions: int) -> Scenario:
+    # CLIENTS clients at 10 req/s each: `decisions` requests take decisions / (10 * CLIENTS) s.
+    duration_ms = decisions / (10 * CLIENTS) * 1000
+    clients = tuple(ConstantRate(f"user{i}", rate_per_s=10, start_ms=i) for i in range(CLIENTS))
+    return Scenario(algorithm, LIMIT, WINDOW_MS, duration_ms, clients)
+
+
+def _raw_rate(algorithm: str, decisions: int) -> float:
+    """EVALSHA in a bare loop, same keys and times as the simulated run would use."""
+    t_ms = [0]
+    backend = FakeRedisBackend(lambda: t_ms[0])
+    limiter = ALGORITHMS[algorithm](backend, LIMIT, WINDOW_MS)
+    calls = []
+    for k in range(decisions):
+        now = (k // CLIENTS) * 100 + k % CLIENTS
+        script, keys, args = limiter.call(f"user{k % CLIENTS}", now)
+        calls.append((now, script.sha, len(keys), *keys, *args))
+    evalsha = backend.client.evalsha
+    backend.clock.activate()
+    start = time.perf_counter()
+    for now, sha, n, *rest in calls:
+        t_ms[0] = now
+        evalsha(sha, n, *rest)
+    return decisions / (time.perf_counter() - start)
+
+
+def _sim_rate(algorithm: str, decisions: int) -> tuple[float, int]:
+    scenario = _scenario(algorithm, decisions)
+    start = time.perf_counter()
+    frame = simulate(scenario)
+    return len(frame) / (time.perf_counter() - start), len(frame)
+
+
+def bench_core(
+    decisions: int = 10_000, out: Callable[[str], None] = print
+) -> list[dict[str, float]]:
+    out(f"core: {decisions} decisions per algorithm, {CLIENTS} clients, embedded fakeredis")
+    out(f"{'algorithm':<16} {'raw EVALSHA/s':>14} {'simulator/s':>12} {'ratio':>6}")
+    rows = []
+    for algorithm in ALGORITHMS:
+        raw = _raw_rate(algorithm, decisions)
+        sim, n = _sim_rate(algorithm, decisions)
+        rows.append(
+            {"algorithm": algorithm, "raw_per_s": raw, "sim_per_s": sim, "ratio": sim / raw}
+        )
+        out(f"{algorithm:<16} {raw:>14,.0f} {sim:>12,.0f} {sim / raw:>6.2f}")
+    return rows
+
+
+SECTIONS: dict[str, Callable[..., object]] = {"core": bench_core}

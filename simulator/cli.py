@@ -1,0 +1,318 @@
+"""Command line: ``python -m simulator {burst,replay,charts,bench} ...``.
+
+Bad input (an unknown algorithm, a limit of 0, a malformed trace line) gets one message naming
+the field or line and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simulator.backends import BackendError, ScriptError
+from simulator.limiters import ALGORITHMS
+from simulator.scenario import ConfigError
+from simulator.traces import TraceError
+
+__all__ = ["main", "build_parser", "UsageError"]
+
+
+class UsageError(Exception):
+    """Bad input from the command line; exit status 2."""
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
+def nonneg_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
+
+
+def algorithm_name(text: str) -> str:
+    if text not in ALGORITHMS:
+        raise argparse.ArgumentTypeError(
+            f"unknown algorithm {text!r}; choose from {', '.join(ALGORITHMS)}"
+        )
+    return text
+
+
+def add_limit_options(
+    p: argparse.ArgumentParser, limit: int | None, window_s: float | None
+) -> None:
+    p.add_argument(
+        "--limit",
+        type=positive_int,
+        default=limit,
+        required=limit is None,
+        help="requests allowed per window (integer >= 1)" + (f"; default {limit}" if limit else ""),
+    )
+    p.add_argument(
+        "--window",
+        type=positive_float,
+        default=window_s,
+        required=window_s is None,
+        metavar="SECONDS",
+        help="window length in seconds (> 0; ms precision)"
+        + (f"; default {window_s:g}" if window_s else ""),
+    )
+
+
+# --- burst -----------------------------------------------------------------------------------
+def cmd_burst(args: argparse.Namespace) -> int:
+    from simulator.metrics import burst_summary
+    from simulator.model import boundary_burst
+
+    frames = [
+        boundary_burst(a, args.limit, args.window, args.first, args.second, args.per_burst)
+        for a in ALGORITHMS
+    ]
+    summary = burst_summary(pd.concat(frames, ignore_index=True), round(args.window * 1000))
+    n = args.limit if args.per_burst is None else args.per_burst
+    print(
+        f"{n} requests at second {args.first:g} and {n} at second {args.second:g}; "
+        f"limit {args.limit} per {args.window:g} s"
+    )
+    print(
+        f"{'algorithm':<16} {'admitted':>9} {'most in any ' + format(args.window, 'g') + ' s':>18}"
+    )
+    for algorithm, row in summary.iterrows():
+        print(
+            f"{algorithm:<16} {int(row['admitted']):>5} of {int(row['requests']):<3}"
+            f"{int(row['max_in_window']):>14}  ({row['ratio_to_limit']:.2f}x limit)"
+        )
+    return 0
+
+
+# --- replay ----------------------------------------------------------------------------------
+def cmd_replay(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from simulator.model import replay
+    from simulator.traces import read_trace
+
+    trace = read_trace(args.trace, args.format)
+    if trace.empty:
+        raise UsageError(f"{args.trace}: the trace holds no requests")
+    with tqdm(
+        total=len(trace), unit="req", desc=f"replay {args.algorithm}", disable=None, file=sys.stderr
+    ) as bar:
+        frame = replay(
+            trace, args.algorithm, args.limit, round(args.window * 1000), on_progress=bar.update
+        )
+    columns = ["t_ms", "client", "allowed", "count", "limit", "remaining", "reset_ms"]
+    out = frame[[*columns, "retry_after_ms"]].copy()
+    out["allowed"] = out["allowed"].astype("int64")
+    out.insert(0, "line", range(1, len(out) + 1))
+    if args.out is None or str(args.out) == "-":
+        out.to_csv(sys.stdout, index=False)
+    else:
+        out.to_csv(args.out, index=False)
+    refused = out[out["allowed"] == 0]
+    print(
+        f"{args.algorithm}: {len(out) - len(refused)} of {len(out)} admitted, "
+        f"{len(refused)} refused, {refused['client'].nunique()} of {out['client'].nunique()} "
+        f"clients refused at least once" + (f"; wrote {args.out}" if args.out else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+# --- charts ----------------------------------------------------------------------------------
+def burst_charts(out_dir: Path, full: bool) -> list[Path]:
+    """The boundary-burst chart and its decision log."""
+    from simulator.charts import boundary_burst_figure, save
+    from simulator.model import boundary_burst
+
+    frame = pd.concat([boundary_burst(a) for a in ALGORITHMS], ignore_index=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out_dir / "boundary_burst.csv", index=False)
+    figure = boundary_burst_figure(frame, 100, 60_000, 59, 61)
+    return [out_dir / "boundary_burst.csv", *save(figure, "boundary_burst", out_dir)]
+
+
+#: Every chart job as "module:function"; each takes (out_dir, full) and returns the paths written.
+CHART_JOBS: list[str] = [
+    "simulator.cli:burst_charts",
+]
+
+#: Modules that add their own subcommands through a ``register(subparsers)`` function.
+COMMAND_MODULES: list[str] = []
+
+
+def _resolve(spec: str) -> Any:
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def cmd_charts(args: argparse.Namespace) -> int:
+    out_dir = Path(args.out_dir)
+    for job in CHART_JOBS:
+        if args.only and not any(word in job for word in args.only):
+            continue
+        for path in _resolve(job)(out_dir, args.full):
+            print(f"wrote {path}")
+    return 0
+
+
+# --- bench -----------------------------------------------------------------------------------
+def cmd_bench(args: argparse.Namespace) -> int:
+    from simulator.bench import SECTIONS
+
+    for name in args.sections or list(SECTIONS):
+        if name not in SECTIONS:
+            raise UsageError(f"bench: unknown section {name!r}; known: {', '.join(SECTIONS)}")
+        SECTIONS[name](args.decisions)
+        print()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m simulator",
+        description="Rate-limit window workbench: real Lua limiters on a SimPy virtual clock.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "burst",
+        help="the boundary-burst practice case, all algorithms",
+        description="Two bursts around a window seam; prints per algorithm how many were admitted "
+        "and the most admitted inside any window span.",
+    )
+    add_limit_options(p, 100, 60.0)
+    p.add_argument(
+        "--first",
+        type=nonneg_float,
+        default=59.0,
+        metavar="SECOND",
+        help="second of the first burst (default 59)",
+    )
+    p.add_argument(
+        "--second",
+        type=nonneg_float,
+        default=61.0,
+        metavar="SECOND",
+        help="second of the second burst (default 61)",
+    )
+    p.add_argument(
+        "--per-burst",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="requests in each burst (default: the limit)",
+    )
+    p.set_defaults(func=cmd_burst)
+
+    p = sub.add_parser(
+        "replay",
+        help="replay a request trace through one algorithm",
+        description="Replays TRACE in time order (ties in file order) on the virtual clock and "
+        "writes one CSV row per input row, in input order.",
+    )
+    p.add_argument(
+        "trace",
+        type=Path,
+        metavar="TRACE",
+        help="CSV with header t_ms,client (ms, any origin), or an access log with --format clf",
+    )
+    p.add_argument(
+        "--algorithm", type=algorithm_name, required=True, help=f"one of: {', '.join(ALGORITHMS)}"
+    )
+    add_limit_options(p, None, None)
+    p.add_argument(
+        "--format",
+        choices=("csv", "clf"),
+        default="csv",
+        help="csv (t_ms,client) or clf (Apache/Nginx combined log; client = remote host)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="output CSV (default: standard output)",
+    )
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser(
+        "charts",
+        help="regenerate the charts and tables under data/",
+        description="Writes every chart (PNG and SVG) and its data under OUT_DIR.",
+    )
+    p.add_argument("--out-dir", default="data", metavar="DIR", help="output folder (default data)")
+    p.add_argument(
+        "--full", action="store_true", help="full-size studies where a job has a reduced default"
+    )
+    p.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        metavar="WORD",
+        help="run only the chart jobs whose name contains one of these words",
+    )
+    p.set_defaults(func=cmd_charts)
+
+    p = sub.add_parser(
+        "bench",
+        help="measure speed; prints figures and ratios",
+        description="Runs the benchmark sections and prints decisions per second.",
+    )
+    p.add_argument("sections", nargs="*", metavar="SECTION", help="which sections (default: all)")
+    p.add_argument(
+        "--decisions",
+        type=positive_int,
+        default=10_000,
+        metavar="N",
+        help="decisions per measurement (default 10000)",
+    )
+    p.set_defaults(func=cmd_bench)
+
+    for spec in COMMAND_MODULES:
+        _resolve(spec + ":register")(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, ConfigError, TraceError) as exc:
+        print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (BackendError, ScriptError) as exc:
+        print(f"{parser.prog} {args.command}: failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{parser.prog} {args.command}: interrupted", file=sys.stderr)
+        return 130
