@@ -17,7 +17,7 @@ import redis
 from simulator.clock import VirtualClock
 from simulator.scripts import SCRIPT_NAMES, Script, load
 
-__all__ = ["Backend", "FakeRedisBackend", "BackendError", "ScriptError", "make_backend"]
+__all__ = ["Backend", "FakeRedisBackend", "RedisBackend", "BackendError", "ScriptError", "make_backend"]
 
 Call = tuple[Script, Sequence[str], Sequence[Any]]
 
@@ -89,6 +89,35 @@ class FakeRedisBackend(Backend):
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         self.clock.activate()
         return super().call(script, keys, args)
+
+
+class RedisBackend(Backend):
+    """Any real Redis/Valkey server reached through a redis-py client.
+
+    Key expiry runs on the server's own wall clock here: decisions of algorithms that take
+    ``now_ms`` from ARGV and use the TTL only to clean up are unaffected; ``echomq`` is not.
+    """
+
+    name = "redis"
+    virtual_time = False
+
+    def __init__(self, client: Any, name: str = "redis") -> None:
+        self.client, self.name = client, name
+        self.load_scripts()
+
+    def call_many(self, calls: Sequence[Call]) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        try:
+            return list(pipe.execute())
+        except redis.exceptions.NoScriptError:
+            self.load_scripts()
+            return self.call_many(calls)
+        except redis.exceptions.ResponseError as exc:
+            raise ScriptError(f"a script in a pipeline failed: {exc}") from exc
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise BackendError(f"backend {self.name} failed: {exc}") from exc
 
 
 def make_backend(spec: str = "fakeredis") -> Backend:
