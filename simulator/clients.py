@@ -16,7 +16,7 @@ import simpy
 from simulator.records import Decision
 from simulator.scenario import BurstAt, ClientSpec, ConstantRate, OnOff, Poisson, Polite
 
-__all__ = ["process_for"]
+__all__ = ["process_for", "register_process"]
 
 Ask = Callable[[str], Decision]
 Proc = Generator[simpy.Event, Any, None]
@@ -101,3 +101,8 @@ def process_for(
     except KeyError:
         raise TypeError(f"no client process for {type(spec).__name__}") from None
     return fn(env, spec, ask, rng)
+
+
+def register_process(spec_type: type[ClientSpec], fn: Callable[..., Proc]) -> None:
+    """Teach the model a new kind of client: ``fn(env, spec, ask, rng)`` is its process."""
+    _PROCESSES[spec_type] = fn
