@@ -1,0 +1,111 @@
+"""The SimPy model, the decision log and its metrics."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simulator.metrics import burst_summary, rolling_admitted
+from simulator.model import boundary_burst, simulate
+from simulator.records import DTYPES, http_headers
+from simulator.scenario import (
+    BurstAt,
+    ConfigError,
+    ConstantRate,
+    OnOff,
+    Poisson,
+    Polite,
+    Scenario,
+)
+
+EXPECTED_BURST = {"fixed_window": 200, "echomq": 100, "sliding_log": 100, "sliding_counter": 102}
+
+
+def test_boundary_burst_practice_case():
+    frames = pd.concat([boundary_burst(a) for a in EXPECTED_BURST], ignore_index=True)
+    summary = burst_summary(frames, 60_000)
+    assert summary["admitted"].to_dict() == EXPECTED_BURST
+    assert summary["max_in_window"].to_dict() == EXPECTED_BURST
+    assert (summary["requests"] == 200).all()
+
+
+def mixed(seed: int = 1, algorithm: str = "sliding_counter") -> Scenario:
+    return Scenario(
+        algorithm,
+        limit=5,
+        window_ms=2_000,
+        duration_ms=20_000,
+        clients=(
+            Poisson("p", rate_per_s=4),
+            ConstantRate("c", rate_per_s=3, start_ms=10),
+            OnOff("o", rate_per_s=20, on_ms=500, off_ms=1500),
+            BurstAt("b", n=8, at_s=(1.999, 2.0)),
+            Polite("polite", rate_per_s=5),
+        ),
+        seed=seed,
+    )
+
+
+def test_one_seed_gives_the_identical_log_byte_for_byte():
+    a, b = simulate(mixed(3)), simulate(mixed(3))
+    assert a.to_csv(index=False) == b.to_csv(index=False)
+    assert a.to_csv(index=False) != simulate(mixed(4)).to_csv(index=False)
+
+
+def test_log_has_explicit_dtypes_and_header_values():
+    frame = simulate(mixed())
+    assert {c: str(t) for c, t in frame.dtypes.items()} == DTYPES
+    assert set(frame["client"]) == {"p", "c", "o", "b", "polite"}
+    refused = frame[~frame["allowed"]]
+    assert refused["retry_after_ms"].notna().all() and (refused["retry_after_ms"] > 0).all()
+    assert frame.loc[frame["allowed"], "retry_after_ms"].isna().all()
+    headers = http_headers(refused.iloc[0])
+    assert set(headers) == {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"}
+
+
+def test_polite_client_waits_its_retry_after():
+    scenario = Scenario("sliding_log", 3, 1000, 10_000, (Polite("x", rate_per_s=10),))
+    frame = simulate(scenario)
+    t = frame["t_ms"].to_numpy()
+    for i in np.flatnonzero(~frame["allowed"].to_numpy())[:-1]:
+        assert t[i + 1] == t[i] + frame["retry_after_ms"].iloc[i]
+        assert frame["allowed"].iloc[i + 1]  # the wait it was told was enough
+    assert rolling_admitted(frame, 1000).max() == 3
+
+
+def test_rolling_admitted_matches_brute_force():
+    frame = pd.concat([simulate(mixed(5, a)) for a in EXPECTED_BURST], ignore_index=True)
+    fast = rolling_admitted(frame, 2_000).to_numpy()
+    t = frame["t_ms"].to_numpy()
+    ok = frame["allowed"].to_numpy()
+    key = (frame["algorithm"] + "/" + frame["client"]).to_numpy()
+    for i in range(len(frame)):
+        same = (key[: i + 1] == key[i]) & (t[: i + 1] > t[i] - 2_000) & ok[: i + 1]
+        assert fast[i] == same.sum()
+
+
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: Scenario("fixed_window", 0, 1000, 10), "Scenario.limit"),
+        (lambda: Scenario("fixed_window", 1, -5, 10), "Scenario.window_ms"),
+        (lambda: Scenario("nope", 1, 1000, 10), "Scenario.algorithm"),
+        (lambda: Scenario("echomq", 1, 1000, float("inf")), "Scenario.duration_ms"),
+        (lambda: Poisson("p", rate_per_s=float("nan")), "Poisson.rate_per_s"),
+        (lambda: ConstantRate("c", rate_per_s=-1), "ConstantRate.rate_per_s"),
+        (lambda: BurstAt("b", n=-1), "BurstAt.n"),
+        (lambda: OnOff("o", on_ms=0), "OnOff.on_ms"),
+    ],
+)
+def test_bad_values_name_the_field(make, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        make()
+
+
+def test_sweeps_with_replace():
+    base = mixed()
+    frames = [simulate(dataclasses.replace(base, limit=k)) for k in (1, 10)]
+    assert frames[0]["allowed"].sum() < frames[1]["allowed"].sum()

@@ -1,0 +1,68 @@
+"""Differential tests: the Lua scripts on fakeredis and the pure-Python reference agree, decision for
+decision, on random traces; and the key encoding keeps clients apart."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simulator.backends import FakeRedisBackend
+from simulator.keys import encode_client, hash_tag
+from simulator.limiters import ALGORITHMS
+from simulator.reference import REFERENCES
+
+CLIENT_IDS = st.sampled_from(["alice", "bob", "", "{x}", "a:b", "a b", "ü", "%", "%25"])
+
+traces = st.lists(
+    st.tuples(
+        st.one_of(st.just(0), st.integers(0, 3), st.integers(0, 2500)),  # gap to previous request, ms
+        CLIENT_IDS,
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+def _run_both(name, limit, window_ms, start_ms, trace):
+    now = [start_ms]
+    lua = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), limit, window_ms)
+    ref = REFERENCES[name](limit, window_ms)
+    for gap, client in trace:
+        now[0] += gap
+        yield client, now[0], lua.decide(client, now[0]), ref.decide(client, now[0])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(ALGORITHMS)),
+    limit=st.integers(1, 6),
+    window_ms=st.integers(1, 3000),
+    start_ms=st.integers(0, 10**12),
+    trace=traces,
+)
+def test_lua_equals_reference(name, limit, window_ms, start_ms, trace):
+    for client, t_ms, lua, ref in _run_both(name, limit, window_ms, start_ms, trace):
+        assert lua == ref, f"{name} client={client!r} t={t_ms}: lua={lua} ref={ref}"
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(sorted(ALGORITHMS)), window_ms=st.sampled_from([1000, 60_000]))
+def test_lua_equals_reference_at_window_seams(name, window_ms):
+    """Requests exactly at, just before and just after the seams, where off-by-ones live."""
+    trace, t = [], 0
+    for k in range(1, 4):
+        seam = k * window_ms
+        for at in (seam - 1, seam, seam + 1):
+            trace += [(at - t, "c")] * 3
+            t = at
+    for _, _, lua, ref in _run_both(name, 4, window_ms, 0, trace):
+        assert lua == ref
+
+
+@given(st.text(), st.text())
+def test_client_encoding_is_injective_and_brace_free(a, b):
+    ea, eb = encode_client(a), encode_client(b)
+    assert ea and "{" not in ea and "}" not in ea
+    assert (ea == eb) == (a == b)
+    tag = hash_tag(a)
+    assert tag.startswith("{") and tag.endswith("}") and tag.count("}") == 1
