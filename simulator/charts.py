@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from simulator import metrics  # noqa: E402
+from simulator import metrics
 
 __all__ = ["PALETTE", "LABELS", "ORDER", "boundary_burst_figure", "save"]
 
