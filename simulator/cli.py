@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -303,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")  # charts are files here, never windows
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
