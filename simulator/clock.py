@@ -88,6 +88,7 @@ class VirtualClock:
     def __init__(self, now_ms: Callable[[], float] | None = None) -> None:
         _install()
         self._now_ms: Callable[[], float] = now_ms or (lambda: 0.0)
+        self._seconds = self.seconds  # one bound method, so activate() allocates nothing
 
     def follow(self, now_ms: Callable[[], float]) -> None:
         """Read simulated time from ``now_ms`` from now on (e.g. a new SimPy environment)."""
@@ -101,4 +102,4 @@ class VirtualClock:
         return self.now_ms() / 1000.0
 
     def activate(self) -> None:
-        _SHIM.source = self.seconds
+        _SHIM.source = self._seconds

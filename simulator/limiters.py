@@ -57,7 +57,8 @@ class Limiter:
         return self.script, self.keys(client, now_ms), self.args(client, now_ms)
 
     def decide(self, client: str, now_ms: int) -> Decision:
-        return self.parse(self.backend.call(*self.call(client, now_ms)))
+        keys, args = self.keys(client, now_ms), self.args(client, now_ms)
+        return self.parse(self.backend.call(self.script, keys, args))
 
 
 class FixedWindow(Limiter):
