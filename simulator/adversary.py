@@ -1,0 +1,330 @@
+"""Adversaries: clients that time their requests to get the most through in one window.
+
+A limit of L per W promises that no client gets much more than L requests through in any trailing
+window (t - W, t]. Each algorithm keeps that promise differently, and each has a schedule that
+stretches it furthest. Two hand-made adversaries know the window length and the clock grid:
+
+    SeamTimer    L requests 1 ms before a grid seam and L right on it (the aligned window's 2x)
+    EndBunching  L requests at the very end of one grid window and L again at the end of the next,
+                 1 ms earlier, so both bursts sit in one trailing window (the counter's estimate
+                 assumes last window's requests were spread evenly; here they were not)
+
+and :func:`search` finds schedules without being told: a seeded evolutionary search over burst
+schedules (a few bursts, each ``n`` requests at one millisecond) whose fitness is the most requests
+admitted in any (t - W, t], judged by the bulk reference (:mod:`simulator.fastref`). Mutations
+move bursts by small and large steps, onto the grid (the adversary knows W), onto another burst's
+time +- W (how a first-hit window is chased), and change burst sizes. The search stops after
+``generations`` or ``budget_s`` seconds, whichever comes first. The winner is then replayed through
+the real scripts on the virtual clock (:func:`confirm_on_lua`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from simulator.clients import register_process
+from simulator.fastref import decide_bulk
+from simulator.metrics import max_in_window
+from simulator.model import simulate
+from simulator.scenario import ClientSpec, ConfigError, Scenario
+
+__all__ = [
+    "BurstSchedule",
+    "SeamTimer",
+    "EndBunching",
+    "peak_admitted",
+    "SearchConfig",
+    "SearchResult",
+    "search",
+    "confirm_on_lua",
+    "worst_cases",
+]
+
+Burst = tuple[int, int]  # (at_ms, n)
+
+
+@dataclass(frozen=True)
+class BurstSchedule(ClientSpec):
+    """``n[i]`` requests at millisecond ``at_ms[i]``."""
+
+    at_ms: tuple[int, ...] = ()
+    n: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.at_ms) != len(self.n):
+            raise ConfigError("BurstSchedule.n: needs one count per time in at_ms")
+        if any(not isinstance(t, int) or t < 0 for t in self.at_ms):
+            raise ConfigError(f"BurstSchedule.at_ms: must be integers >= 0, got {self.at_ms!r}")
+        if any(not isinstance(k, int) or k < 1 for k in self.n):
+            raise ConfigError(f"BurstSchedule.n: must be integers >= 1, got {self.n!r}")
+
+    def bursts(self) -> list[Burst]:
+        return sorted(zip(self.at_ms, self.n, strict=True))
+
+
+@dataclass(frozen=True)
+class SeamTimer(ClientSpec):
+    """``n`` requests ``before_ms`` before grid seam ``seam`` (a multiple of W) and ``n`` on it."""
+
+    window_ms: int = 60_000
+    n: int = 100
+    seam: int = 1
+    before_ms: int = 1
+
+    def bursts(self) -> list[Burst]:
+        at = self.seam * self.window_ms
+        return [(at - self.before_ms, self.n), (at, self.n)]
+
+
+@dataclass(frozen=True)
+class EndBunching(ClientSpec):
+    """``n`` requests at the end of each of ``windows`` grid windows, each 1 ms earlier than the
+    last (``lead_ms + k`` before the end of window k), so consecutive bursts are < W apart."""
+
+    window_ms: int = 60_000
+    n: int = 100
+    windows: int = 2
+    lead_ms: int = 1
+
+    def bursts(self) -> list[Burst]:
+        w = self.window_ms
+        return [((k + 1) * w - self.lead_ms - k, self.n) for k in range(self.windows)]
+
+
+def _play(env, spec, ask, rng):  # type: ignore[no-untyped-def]
+    for at_ms, n in spec.bursts():
+        if at_ms > env.now:
+            yield env.timeout(at_ms - env.now)
+        for _ in range(n):
+            ask(spec.name)
+
+
+for _spec in (BurstSchedule, SeamTimer, EndBunching):
+    register_process(_spec, _play)
+
+
+def peak_admitted(
+    algorithm: str, bursts: list[Burst], limit: int, window_ms: int
+) -> tuple[int, int]:
+    """Most requests of one client admitted in any (t - W, t], and the first t where it happens."""
+    if not bursts:
+        return 0, 0
+    at = np.array([b[0] for b in bursts], dtype="int64")
+    n = np.array([b[1] for b in bursts], dtype="int64")
+    t = np.repeat(at, n)
+    bulk = decide_bulk(algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms)
+    adm = t[bulk.allowed]
+    if len(adm) == 0:
+        return 0, 0
+    inside = np.arange(len(adm)) - np.searchsorted(adm, adm - window_ms, side="right") + 1
+    i = int(np.argmax(inside))
+    return int(inside[i]), int(adm[i])
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Search space and effort: up to ``max_bursts`` bursts in ``horizon_windows`` windows."""
+
+    limit: int = 100
+    window_ms: int = 60_000
+    max_bursts: int = 5
+    horizon_windows: int = 3
+    population: int = 32
+    generations: int = 80
+    budget_s: float = 20.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("limit", "window_ms", "max_bursts", "horizon_windows", "generations"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"SearchConfig.{name}: must be >= 1, got {getattr(self, name)}")
+        if self.population < 4:
+            raise ConfigError(f"SearchConfig.population: must be >= 4, got {self.population}")
+        if not self.budget_s > 0:
+            raise ConfigError(f"SearchConfig.budget_s: must be > 0, got {self.budget_s}")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    algorithm: str
+    schedule: BurstSchedule
+    max_in_window: int
+    ratio: float
+    peak_t_ms: int
+    evaluations: int
+    generations: int
+    elapsed_s: float
+    history: tuple[int, ...]  # best max_in_window after each generation
+
+
+def _normalise(bursts: list[Burst], horizon: int, cap: int) -> list[Burst]:
+    merged: dict[int, int] = {}
+    for t, n in bursts:
+        t = int(min(max(t, 0), horizon - 1))
+        merged[t] = min(merged.get(t, 0) + max(int(n), 1), cap)
+    return sorted(merged.items())
+
+
+def search(
+    algorithm: str,
+    config: SearchConfig = SearchConfig(),
+    on_generation: Callable[[int, int], None] | None = None,
+) -> SearchResult:
+    """Evolve burst schedules that maximise the most admitted in any (t - W, t]."""
+    c, started = config, time.perf_counter()
+    L, w = c.limit, c.window_ms
+    horizon, cap = c.horizon_windows * w, 2 * L
+    rng = np.random.default_rng(
+        np.random.SeedSequence([c.seed, len(algorithm), *algorithm.encode()])
+    )
+    cache: dict[tuple[Burst, ...], tuple[int, int]] = {}
+
+    def fitness(ind: list[Burst]) -> tuple[int, int]:
+        key = tuple(ind)
+        if key not in cache:  # most admitted first; fewer requests sent breaks ties
+            cache[key] = (peak_admitted(algorithm, ind, L, w)[0], -sum(n for _, n in ind))
+        return cache[key]
+
+    def random_one() -> list[Burst]:
+        k = int(rng.integers(1, c.max_bursts + 1))
+        return _normalise(
+            [(int(rng.integers(0, horizon)), int(rng.integers(1, cap + 1))) for _ in range(k)],
+            horizon,
+            cap,
+        )
+
+    def mutate(ind: list[Burst]) -> list[Burst]:
+        out = list(ind)
+        i = int(rng.integers(len(out)))
+        t, n = out[i]
+        op = int(rng.integers(6))
+        if op == 0:  # nudge, by a millisecond up to a third of a window
+            t += int(round(rng.normal(0, rng.choice([1, 20, w / 20, w / 3]))))
+        elif op == 1:  # onto the clock grid, give or take 2 ms
+            t = int(round(t / w)) * w + int(rng.integers(-2, 3))
+        elif op == 2:  # one window (or none) after another burst, give or take 2 ms
+            other = out[int(rng.integers(len(out)))][0]
+            t = other + int(rng.choice([-w, 0, w])) + int(rng.integers(-2, 3))
+        elif op == 3:  # resize
+            n = int(
+                rng.choice([1, L - 1, L, n + int(rng.integers(-10, 11)), rng.integers(1, cap + 1)])
+            )
+        elif op == 4 and len(out) < c.max_bursts:
+            out.append((int(rng.integers(0, horizon)), int(rng.integers(1, cap + 1))))
+        elif op == 5 and len(out) > 1:
+            out.pop(i)
+            return _normalise(out, horizon, cap)
+        out[i] = (t, n)
+        return _normalise(out, horizon, cap)
+
+    def crossover(a: list[Burst], b: list[Burst]) -> list[Burst]:
+        pool = [x for x in a + b if rng.random() < 0.5] or [a[0]]
+        rng.shuffle(pool)
+        return _normalise(pool[: c.max_bursts], horizon, cap)
+
+    population = [random_one() for _ in range(c.population)]
+    history: list[int] = []
+    generation = 0
+    elite = max(2, c.population // 8)
+    while generation < c.generations and time.perf_counter() - started < c.budget_s:
+        population.sort(key=fitness, reverse=True)
+        history.append(fitness(population[0])[0])
+        if on_generation is not None:
+            on_generation(generation, history[-1])
+        children = population[:elite]
+        while len(children) < c.population:
+            picks = [population[int(j)] for j in rng.integers(0, c.population // 2, 2)]
+            child = crossover(*picks) if rng.random() < 0.3 else list(picks[0])
+            for _ in range(int(rng.integers(1, 3))):
+                child = mutate(child)
+            children.append(child)
+        population = children
+        generation += 1
+    best = _polish(algorithm, max(population, key=fitness), L, w)
+    peak, peak_t = peak_admitted(algorithm, best, L, w)
+    return SearchResult(
+        algorithm,
+        BurstSchedule(f"search-{algorithm}", tuple(t for t, _ in best), tuple(n for _, n in best)),
+        peak,
+        peak / L,
+        peak_t,
+        len(cache),
+        generation,
+        time.perf_counter() - started,
+        tuple(history),
+    )
+
+
+def _polish(algorithm: str, best: list[Burst], limit: int, window_ms: int) -> list[Burst]:
+    """Drop bursts and trim sizes that do not change the peak, so the schedule reads clearly."""
+    peak = peak_admitted(algorithm, best, limit, window_ms)[0]
+    for i in reversed(range(len(best))):
+        if (
+            len(best) > 1
+            and peak_admitted(algorithm, best[:i] + best[i + 1 :], limit, window_ms)[0] == peak
+        ):
+            best = best[:i] + best[i + 1 :]
+    for i in range(len(best)):
+        t, n = best[i]
+        lo, hi = 1, n  # smallest size that keeps the peak (the peak only grows with n here)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            trial = best[:i] + [(t, mid)] + best[i + 1 :]
+            if peak_admitted(algorithm, trial, limit, window_ms)[0] == peak:
+                hi = mid
+            else:
+                lo = mid + 1
+        trial = best[:i] + [(t, lo)] + best[i + 1 :]
+        if peak_admitted(algorithm, trial, limit, window_ms)[0] == peak:
+            best = trial
+    return best
+
+
+def confirm_on_lua(
+    algorithm: str, spec: ClientSpec, limit: int, window_ms: int
+) -> tuple[int, pd.DataFrame]:
+    """Play an adversary through the real script on fakeredis: (most admitted in a window, log)."""
+    last = max(t for t, _ in spec.bursts())  # type: ignore[attr-defined]
+    scenario = Scenario(algorithm, limit, window_ms, last + 1, (spec,))
+    frame = simulate(scenario)
+    return int(max_in_window(frame, window_ms).iloc[0]), frame
+
+
+def worst_cases(
+    algorithms: tuple[str, ...],
+    config: SearchConfig = SearchConfig(),
+    on_algorithm: Callable[[str], None] | None = None,
+) -> tuple[pd.DataFrame, dict[str, SearchResult]]:
+    """Per algorithm: the hand-made adversaries and the search, each confirmed on the Lua path."""
+    L, w = config.limit, config.window_ms
+    named = {
+        "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
+        "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
+    }
+    rows, results = [], {}
+    for algorithm in algorithms:
+        result = search(algorithm, config)
+        results[algorithm] = result
+        row = {"algorithm": algorithm, "limit": L, "window_s": w / 1000}
+        for name, spec in named.items():
+            row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w)[0]
+        lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w)
+        row |= {
+            "search_max": result.max_in_window,
+            "search_ratio": result.ratio,
+            "lua_max": lua_peak,
+            "schedule": " ".join(f"{n}@{t}ms" for t, n in result.schedule.bursts()),
+            "evaluations": result.evaluations,
+            "generations": result.generations,
+            "search_s": round(result.elapsed_s, 2),
+        }
+        rows.append(row)
+        if on_algorithm is not None:
+            on_algorithm(algorithm)
+    return pd.DataFrame(rows), results
