@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from simulator.accuracy import bench_accuracy
 from simulator.backends import FakeRedisBackend
 from simulator.limiters import ALGORITHMS
 from simulator.model import simulate
@@ -94,4 +95,5 @@ def bench_clock(decisions: int = 10_000, out: Callable[[str], None] = print) -> 
 SECTIONS: dict[str, Callable[..., object]] = {
     "core": bench_core,
     "clock": bench_clock,
+    "accuracy": bench_accuracy,
 }

@@ -164,6 +164,7 @@ def burst_charts(out_dir: Path, full: bool) -> list[Path]:
 #: Every chart job as "module:function"; each takes (out_dir, full) and returns the paths written.
 CHART_JOBS: list[str] = [
     "simulator.cli:burst_charts",
+    "simulator.charts_accuracy:write_charts",
 ]
 
 #: Modules that add their own subcommands through a ``register(subparsers)`` function.
