@@ -1,0 +1,456 @@
+"""EchoMQ queue budget: the limiter sits at the dequeue point, and K workers share it.
+
+A chat game posts bot messages through queues. Producers enqueue jobs; K workers dequeue them.
+Before running a job a worker asks the server ``get_rate_limit_ttl(q)`` (``echomq_ttl``): a positive
+answer means the queue's budget is spent, and the job is deferred by exactly that PTTL - it becomes
+visible again when the counter expires - and ``[:emq, :rate_limit, :hit]`` is emitted. Otherwise the
+worker admits the job with ``echomq_admit``, which increments ``emq:{q}:limiter`` (arming its expiry
+on the first increment only), and runs it for its service time. The counter lives in the server, so
+the budget is one figure across every worker.
+
+Three budgets can stand at the dequeue point: ``server`` (the real scripts, one counter for all
+workers), ``local`` (each worker keeps its own in-process counter with the same max: the pure-Python
+:class:`~simulator.reference.EchoMQRef`) and ``split`` (INCR and PEXPIRE sent as two commands, the
+non-atomic admit a worker can die in the middle of). Two queue layouts: ``shared`` (every room's jobs
+on one queue under one budget) and ``per_room`` (one queue and one budget per room).
+
+Everything runs on the virtual clock: the SimPy environment counts whole milliseconds and the fake
+server's expiry follows it. Each run gives a job frame and a dequeue frame (explicit dtypes); the
+measures in :mod:`simulator.queue_studies` turn them into the figures: admitted per window,
+latency, deferrals, wasted dequeues.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from simulator import telemetry
+from simulator.backends import Backend, FakeRedisBackend
+from simulator.limiters import EchoMQ, echomq_keys
+from simulator.model import run_id_for
+from simulator.records import Decision
+from simulator.reference import EchoMQRef
+from simulator.scenario import ConfigError
+
+__all__ = [
+    "Room",
+    "QueueScenario",
+    "QueueRun",
+    "WorkerDied",
+    "ServerBudget",
+    "SplitBudget",
+    "LocalBudget",
+    "run",
+    "run_many",
+    "sweep",
+    "JOB_DTYPES",
+    "DEQUEUE_DTYPES",
+    "SHARED_QUEUE",
+]
+
+DESIGNS = ("shared", "per_room")
+LIMITERS = ("server", "local", "split")
+SHARED_QUEUE = "chat"
+
+
+@dataclass(frozen=True)
+class Room:
+    """A chat room whose messages arrive as a Poisson process at ``rate_per_s``."""
+
+    name: str
+    rate_per_s: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"Room.name: must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.rate_per_s, int | float) or not 0 <= self.rate_per_s < 1e6:
+            raise ConfigError(
+                f"Room.rate_per_s: must be a number in [0, 1e6), got {self.rate_per_s!r}"
+            )
+
+
+def _int(owner: str, name: str, value: Any, low: int, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ConfigError(f"{owner}.{name}: must be an integer >= {low}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class QueueScenario:
+    """One run of the queue model. Times are integer milliseconds."""
+
+    rooms: tuple[Room, ...]
+    workers: int = 4
+    max_per_window: int = 10
+    window_ms: int = 1000
+    service_ms: int = 20
+    duration_ms: int = 10_000  # producers enqueue in [0, duration_ms)
+    drain_ms: int = 0  # workers keep going this much longer
+    design: str = "shared"
+    limiter: str = "server"
+    defer_pad_ms: int = 0  # added to a positive deferral; 0 = exactly the PTTL
+    min_defer_ms: int = 1  # deferral when the limiter refuses with no positive wait
+    read_to_admit_ms: int = 0  # time between the TTL read and the admit (round trip)
+    stale_after_ms: int | None = None  # a job older than this when dequeued is dropped
+    crash_at_ms: int | None = None  # the first worker to arm a window at/after this dies
+    seed: int = 0
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        owner = "QueueScenario"
+        if not isinstance(self.rooms, tuple) or not self.rooms:
+            raise ConfigError(f"{owner}.rooms: must be a non-empty tuple of Room")
+        if not all(isinstance(r, Room) for r in self.rooms):
+            raise ConfigError(f"{owner}.rooms: must be a non-empty tuple of Room")
+        if len({r.name for r in self.rooms}) != len(self.rooms):
+            raise ConfigError(f"{owner}.rooms: room names must be distinct")
+        for name, low in (("workers", 1), ("max_per_window", 1), ("window_ms", 1)):
+            _int(owner, name, getattr(self, name), low)
+        for name in ("service_ms", "duration_ms", "drain_ms", "defer_pad_ms", "read_to_admit_ms"):
+            _int(owner, name, getattr(self, name), 0)
+        _int(owner, "min_defer_ms", self.min_defer_ms, 1)
+        _int(owner, "stale_after_ms", self.stale_after_ms, 0, optional=True)
+        _int(owner, "crash_at_ms", self.crash_at_ms, 0, optional=True)
+        _int(owner, "seed", self.seed, 0)
+        if self.design not in DESIGNS:
+            raise ConfigError(
+                f"{owner}.design: unknown {self.design!r}; known: {', '.join(DESIGNS)}"
+            )
+        if self.limiter not in LIMITERS:
+            raise ConfigError(
+                f"{owner}.limiter: unknown {self.limiter!r}; known: {', '.join(LIMITERS)}"
+            )
+        if self.crash_at_ms is not None and self.limiter == "local":
+            raise ConfigError(f"{owner}.crash_at_ms: a local counter has no server step to die in")
+        if not self.label:
+            object.__setattr__(self, "label", f"{self.design}/{self.limiter}/K={self.workers}")
+
+    def queue_of(self, room: str) -> str:
+        return SHARED_QUEUE if self.design == "shared" else room
+
+
+# --- the budgets at the dequeue point ---------------------------------------------------------
+class WorkerDied(Exception):
+    """The worker process stopped in the middle of its admit step."""
+
+
+class ServerBudget:
+    """The real scripts: ``echomq_ttl`` to read, ``echomq_admit`` to spend; one counter per queue."""
+
+    def __init__(self, backend: Backend, max_: int, window_ms: int, crash_at_ms: int | None = None):
+        self.backend, self.max, self.window_ms = backend, max_, window_ms
+        self.limiter = EchoMQ(backend, max_, window_ms)
+        self.crash_at_ms = crash_at_ms
+
+    def ttl(self, queue: str, now_ms: int) -> int:
+        return self.limiter.rate_limit_ttl(queue, now_ms)
+
+    def _dies(self, now_ms: int) -> bool:
+        if self.crash_at_ms is not None and now_ms >= self.crash_at_ms:
+            self.crash_at_ms = None
+            return True
+        return False
+
+    def admit(self, queue: str, now_ms: int) -> Decision:
+        decision = self.limiter.decide(queue, now_ms)
+        # The script is atomic: the earliest a worker can die is after it returned.
+        if decision.allowed and decision.count == 1 and self._dies(now_ms):
+            raise WorkerDied(queue)
+        return decision
+
+
+class SplitBudget(ServerBudget):
+    """The non-atomic admit: GET, INCR and PEXPIRE as separate commands (do not do this)."""
+
+    def admit(self, queue: str, now_ms: int) -> Decision:
+        counter, _ = echomq_keys(queue)
+        clock = getattr(self.backend, "clock", None)
+        if clock is not None:
+            clock.activate()
+        r, cap = self.backend.client, self.max
+        live = int(r.get(counter) or 0)
+        if live >= cap:
+            ttl = int(r.pttl(counter))
+            return Decision(False, float(live), cap, 0, ttl, ttl)
+        count = int(r.incr(counter))
+        if count == 1:
+            if self._dies(now_ms):
+                raise WorkerDied(queue)  # INCR is done, PEXPIRE never will be
+            r.pexpire(counter, self.window_ms)
+        return Decision(True, float(count), cap, cap - count, int(r.pttl(counter)), 0)
+
+
+class LocalBudget:
+    """One worker's in-process counter with the same max (the pure-Python EchoMQ window)."""
+
+    def __init__(self, max_: int, window_ms: int) -> None:
+        self.ref = EchoMQRef(max_, window_ms)
+
+    def ttl(self, queue: str, now_ms: int) -> int:
+        count, expire_at = self.ref.counters.get(queue, (0, -1))
+        if expire_at >= now_ms and count >= self.ref.limit:
+            return max(0, expire_at - now_ms)
+        return 0
+
+    def admit(self, queue: str, now_ms: int) -> Decision:
+        return self.ref.decide(queue, now_ms)
+
+
+# --- the model --------------------------------------------------------------------------------
+JOB_DTYPES: dict[str, str] = {
+    "run_id": "string",
+    "label": "string",
+    "design": "string",
+    "limiter": "string",
+    "workers": "int64",
+    "job_id": "int64",
+    "room": "string",
+    "queue": "string",
+    "enqueued_ms": "int64",
+    "started_ms": "Int64",  # <NA>: never admitted
+    "done_ms": "Int64",
+    "wait_ms": "Int64",  # started - enqueued
+    "latency_ms": "Int64",  # done - enqueued
+    "dequeues": "int64",
+    "deferrals": "int64",
+    "outcome": "string",  # done | running | pending | dropped | lost
+}
+DEQUEUE_DTYPES: dict[str, str] = {
+    "run_id": "string",
+    "label": "string",
+    "design": "string",
+    "limiter": "string",
+    "workers": "int64",
+    "t_ms": "int64",
+    "worker": "int64",
+    "queue": "string",
+    "job_id": "int64",
+    "action": "string",  # admit | defer_ttl | defer_admit | drop | lost
+    "delay_ms": "int64",  # the deferral applied (0 unless deferred)
+    "window_end_ms": "Int64",  # admitted: when that budget window ends (<NA>: no expiry)
+}
+
+
+@dataclass(frozen=True)
+class QueueRun:
+    scenario: QueueScenario
+    jobs: pd.DataFrame
+    dequeues: pd.DataFrame
+    events: pd.DataFrame  # telemetry, when record_events=True (else empty)
+
+
+class _Broker:
+    """Queues of job ids ordered by (visible_at_ms, job_id): oldest visible job first."""
+
+    def __init__(self, env: simpy.Environment, queues: Sequence[str]) -> None:
+        self.env, self.names = env, list(queues)
+        self.heaps: dict[str, list[tuple[int, int]]] = {q: [] for q in self.names}
+        self.turn = 0  # round robin over queues
+        self.signal = env.event()
+
+    def put(self, queue: str, visible_ms: int, job_id: int) -> None:
+        heapq.heappush(self.heaps[queue], (visible_ms, job_id))
+        if not self.signal.triggered:
+            self.signal.succeed()
+        self.signal = self.env.event()
+
+    def take(self, now_ms: int) -> tuple[str, int] | None:
+        n = len(self.names)
+        for i in range(n):
+            q = self.names[(self.turn + i) % n]
+            heap = self.heaps[q]
+            if heap and heap[0][0] <= now_ms:
+                self.turn = (self.turn + i + 1) % n
+                return q, heapq.heappop(heap)[1]
+        return None
+
+    def next_visible_ms(self) -> int | None:
+        heads = [h[0][0] for h in self.heaps.values() if h]
+        return min(heads) if heads else None
+
+
+def _arrivals(scenario: QueueScenario) -> tuple[np.ndarray, np.ndarray]:
+    """Arrival times (int ms) and room index of every job, in time order; one rng per room."""
+    seeds = np.random.SeedSequence(scenario.seed).spawn(len(scenario.rooms))
+    times, rooms = [], []
+    for i, (room, seed) in enumerate(zip(scenario.rooms, seeds, strict=True)):
+        if room.rate_per_s == 0:
+            continue
+        rng = np.random.default_rng(seed)
+        n = int(room.rate_per_s * scenario.duration_ms / 1000 * 1.5) + 20
+        t = np.cumsum(rng.exponential(1000.0 / room.rate_per_s, n))
+        while t[-1] < scenario.duration_ms:
+            t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(1000.0 / room.rate_per_s, n))])
+        t = np.floor(t[t < scenario.duration_ms]).astype("int64")
+        times.append(t)
+        rooms.append(np.full(len(t), i, dtype="int64"))
+    if not times:
+        return np.empty(0, "int64"), np.empty(0, "int64")
+    t_all, r_all = np.concatenate(times), np.concatenate(rooms)
+    order = np.lexsort((r_all, t_all))
+    return t_all[order], r_all[order]
+
+
+def run(
+    scenario: QueueScenario, backend: Backend | None = None, record_events: bool = False
+) -> QueueRun:
+    """Play ``scenario``; with ``record_events`` the telemetry hits also land in ``events``."""
+    s = scenario
+    env = simpy.Environment()
+    if backend is None and s.limiter != "local":
+        backend = FakeRedisBackend()
+    if backend is not None:
+        backend.follow(lambda: env.now)
+    queues = [SHARED_QUEUE] if s.design == "shared" else [r.name for r in s.rooms]
+    broker = _Broker(env, queues)
+    t_arr, r_arr = _arrivals(s)
+    n = len(t_arr)
+    room_names = [r.name for r in s.rooms]
+    job_room = [room_names[i] for i in r_arr.tolist()]
+    job_queue = [s.queue_of(room) for room in job_room]
+    started = [-1] * n
+    done = [-1] * n
+    dequeues = [0] * n
+    deferrals = [0] * n
+    outcome = ["pending"] * n
+    rows: list[tuple[int, int, str, int, str, int, int | None]] = []
+    hit = telemetry.event(telemetry.RATE_LIMIT_HIT)
+
+    shared: ServerBudget | None = None
+    if s.limiter == "server":
+        shared = ServerBudget(backend, s.max_per_window, s.window_ms, s.crash_at_ms)  # type: ignore[arg-type]
+    elif s.limiter == "split":
+        shared = SplitBudget(backend, s.max_per_window, s.window_ms, s.crash_at_ms)  # type: ignore[arg-type]
+
+    def producer() -> Iterator[simpy.Event]:
+        for job, t in enumerate(t_arr.tolist()):
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            broker.put(job_queue[job], t, job)
+
+    def worker(wid: int) -> Iterator[simpy.Event]:
+        budget: Any = shared if shared is not None else LocalBudget(s.max_per_window, s.window_ms)
+        while True:
+            now = int(env.now)
+            item = broker.take(now)
+            if item is None:
+                nxt = broker.next_visible_ms()
+                yield broker.signal if nxt is None else broker.signal | env.timeout(nxt - now)
+                continue
+            queue, job = item
+            dequeues[job] += 1
+            if s.stale_after_ms is not None and now - t_arr[job] > s.stale_after_ms:
+                outcome[job] = "dropped"
+                rows.append((now, wid, queue, job, "drop", 0, None))
+                continue
+            delay, action = budget.ttl(queue, now), "defer_ttl"
+            if delay <= 0:
+                if s.read_to_admit_ms:
+                    yield env.timeout(s.read_to_admit_ms)
+                    now = int(env.now)
+                try:
+                    decision = budget.admit(queue, now)
+                except WorkerDied:
+                    outcome[job] = "lost"
+                    rows.append((now, wid, queue, job, "lost", 0, None))
+                    return
+                if decision.allowed:
+                    end = now + decision.reset_ms if decision.reset_ms >= 0 else None
+                    rows.append((now, wid, queue, job, "admit", 0, end))
+                    started[job], outcome[job] = now, "running"
+                    if s.service_ms:
+                        yield env.timeout(s.service_ms)
+                    done[job], outcome[job] = int(env.now), "done"
+                    continue
+                delay, action = decision.retry_after_ms, "defer_admit"
+            delay = delay + s.defer_pad_ms if delay > 0 else s.min_defer_ms
+            deferrals[job] += 1
+            rows.append((now, wid, queue, job, action, delay, None))
+            if hit.handlers:
+                hit.emit(queue, delay, now)
+            broker.put(queue, now + delay, job)
+
+    recorder = telemetry.Recorder()
+    if record_events:
+        telemetry.attach(telemetry.RATE_LIMIT_HIT, recorder)
+    try:
+        env.process(producer())
+        for wid in range(s.workers):
+            env.process(worker(wid))
+        env.run(until=s.duration_ms + s.drain_ms)
+    finally:
+        if record_events:
+            telemetry.detach(telemetry.RATE_LIMIT_HIT, recorder)
+
+    run_id = run_id_for("queue_budget", asdict(s))
+    ident = {
+        "run_id": run_id,
+        "label": s.label,
+        "design": s.design,
+        "limiter": s.limiter,
+        "workers": s.workers,
+    }
+    st = pd.array([x if x >= 0 else None for x in started], dtype="Int64")
+    dn = pd.array([x if x >= 0 else None for x in done], dtype="Int64")
+    enq = pd.array(t_arr, dtype="Int64")
+    jobs = pd.DataFrame(
+        {
+            **{k: [v] * n for k, v in ident.items()},
+            "job_id": np.arange(n, dtype="int64"),
+            "room": job_room,
+            "queue": job_queue,
+            "enqueued_ms": enq,
+            "started_ms": st,
+            "done_ms": dn,
+            "wait_ms": st - enq,
+            "latency_ms": dn - enq,
+            "dequeues": dequeues,
+            "deferrals": deferrals,
+            "outcome": outcome,
+        },
+        columns=list(JOB_DTYPES),
+    ).astype(JOB_DTYPES)
+    cols = ["t_ms", "worker", "queue", "job_id", "action", "delay_ms", "window_end_ms"]
+    deq = pd.DataFrame(rows, columns=cols)
+    deq["window_end_ms"] = pd.array(deq["window_end_ms"].tolist(), dtype="Int64")
+    for k, v in reversed(ident.items()):
+        deq.insert(0, k, [v] * len(deq))
+    events = recorder.frame()
+    return QueueRun(s, jobs, deq.astype(DEQUEUE_DTYPES), events)
+
+
+def run_many(scenarios: Sequence[QueueScenario]) -> QueueRun:
+    """Several runs, frames concatenated (each run on its own fresh fake server)."""
+    runs = [run(s) for s in scenarios]
+    cat = lambda frames: pd.concat(frames, ignore_index=True)  # noqa: E731
+    return QueueRun(
+        scenarios[0],
+        cat([r.jobs for r in runs]),
+        cat([r.dequeues for r in runs]),
+        cat([r.events for r in runs]),
+    )
+
+
+def sweep(base: QueueScenario, **grid: Sequence[Any]) -> list[QueueScenario]:
+    """``sweep(base, workers=[1, 2], limiter=["server", "local"])``: the product as scenarios."""
+    out = [(base, "")]
+    for name, values in grid.items():
+        shown = name not in ("design", "limiter", "workers")
+        out = [
+            (replace(s, **{name: v}), tag + (f" {name}={v}" if shown else ""))
+            for s, tag in out
+            for v in values
+        ]
+    scenarios = []
+    for s, tag in out:
+        fresh = replace(s, label="")  # the default label names design, limiter and K
+        scenarios.append(replace(fresh, label=fresh.label + tag))
+    return scenarios
