@@ -124,7 +124,7 @@ def load_sweep_figure(sweep: pd.DataFrame) -> Figure:
     ax.set_ylabel("% of requests (0 drawn at 1e-4)")
     ax.legend(fontsize=7, frameon=False)
     ax.set_title(
-        "Below ~0.5x the limit the counter never errs; at and above the limit it errs often, by a little",
+        "Steady traffic under ~0.5x the limit never errs, bursts err sooner; at the limit and above, errors are common",
         fontsize=10,
     )
     fig.tight_layout()
@@ -148,21 +148,27 @@ def schedule_figure(frames: dict[str, pd.DataFrame], limit: int, window_ms: int)
         top.bar(t_s, admitted, width=width, color=PALETTE[algorithm], label="admitted")
         top.bar(t_s, refused, width=width, bottom=admitted, color="#cccccc", label="refused")
         for t, a, r in zip(t_s, admitted, refused, strict=True):
-            top.text(t, a + r, f"{a + r}\n@{t:.3f}s", ha="center", va="bottom", fontsize=7)
+            top.text(t, a + r, f"{a + r} @\n{t:.3f}s", ha="center", va="bottom", fontsize=7)
+        top.set_ylim(0, 1.45 * max(int((admitted + refused).max()), 1))
         top.set_title(LABELS[algorithm], fontsize=10)
         top.set_xlabel("time (s)")
-        lo, hi = (
-            frame["t_ms"].min() - window_ms // 4,
-            frame["t_ms"].max() + window_ms + window_ms // 4,
+        lo = max(int(frame["t_ms"].min()) - window_ms // 4, 0)
+        hi = int(frame["t_ms"].max()) + window_ms + window_ms // 4
+        # the trailing count peaks at an admission and drops W later: sample there, not only on a grid
+        adm = frame.loc[frame["allowed"], "t_ms"].to_numpy(dtype="int64")
+        grid = np.unique(
+            np.concatenate([np.arange(lo, hi, max(window_ms // 600, 1)), adm, adm + window_ms])
         )
-        grid = np.arange(max(lo, 0), hi, max(window_ms // 600, 1), dtype="int64")
         curve = metrics.rolling_curve(frame, window_ms, grid)
-        peak = int(curve["in_window"].max())
-        bottom.plot(grid / 1000, curve["in_window"], color=PALETTE[algorithm], lw=2)
+        peak = int(metrics.max_in_window(frame, window_ms).iloc[0])
+        at = int(grid[int(np.argmax(curve["in_window"].to_numpy()))])
+        bottom.step(grid / 1000, curve["in_window"], where="post", color=PALETTE[algorithm], lw=2)
         bottom.axhline(limit, color="black", lw=1, ls="--", label=f"limit ({limit})")
         bottom.set_ylim(0, 2.2 * limit)
         bottom.set_title(
-            f"most in any {window_ms / 1000:g} s: {peak} = {peak / limit:.2f}x", fontsize=10
+            f"most in any {window_ms / 1000:g} s: {peak} = {peak / limit:.2f}x\n"
+            f"in ({(at - window_ms) / 1000:.3f} s, {at / 1000:.3f} s]",
+            fontsize=9,
         )
         bottom.set_xlabel("time (s)")
         for ax in (top, bottom):
