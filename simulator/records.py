@@ -21,7 +21,7 @@ class Decision(NamedTuple):
     """What a limiter answered for one request."""
 
     allowed: bool
-    count: float  # the count or estimate compared with the limit
+    count: float  # type: ignore[assignment]  # the count or estimate compared with the limit (shadows tuple.count)
     limit: int
     remaining: int
     reset_ms: int  # -1 when the key has no expiry
