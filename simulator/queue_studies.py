@@ -39,6 +39,7 @@ __all__ = [
     "dequeue_summary",
     "window_table",
     "fairness_table",
+    "crash_table",
     "no_max_answers",
     "basic_scenario",
     "pad_study",
@@ -135,6 +136,30 @@ def window_table(result: QueueRun) -> pd.DataFrame:
     ].max()
     out["ratio_to_max"] = out["most_per_window"] / s.max_per_window
     return out
+
+
+def crash_table(result: QueueRun) -> pd.DataFrame:
+    """Per limiter: admitted before the crash and after the window it hit, workers lost, and
+    budget windows that never end (a counter left without expiry)."""
+    s = result.scenario
+    crash_ms = s.crash_at_ms if s.crash_at_ms is not None else s.duration_ms
+    d = result.dequeues
+    admits = d[d["action"] == "admit"]
+    t = admits["t_ms"]
+    out = pd.DataFrame(
+        {
+            "admitted_before_crash": (t < crash_ms).groupby(admits["limiter"], sort=False).sum(),
+            "admitted_one_window_later": (t >= crash_ms + s.window_ms)
+            .groupby(admits["limiter"], sort=False)
+            .sum(),
+        }
+    )
+    out["workers_lost"] = (d["action"] == "lost").groupby(d["limiter"], sort=False).sum()
+    windows = budget_windows(d)
+    out["windows_never_ending"] = (
+        windows["window_end_ms"].isna().groupby(windows["limiter"], sort=False).sum()
+    )
+    return out.astype("int64")
 
 
 def fairness_table(jobs: pd.DataFrame, flood_room: str = FLOOD_ROOM) -> pd.DataFrame:

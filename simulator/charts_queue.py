@@ -1,0 +1,226 @@
+"""Charts of the EchoMQ queue budget: frames from :mod:`simulator.queue_studies` in, Figures out.
+
+Colours come from :data:`simulator.charts.PALETTE`: the server counter is EchoMQ's orange, any
+counter that is not the one atomic server counter (local per worker, split commands) is the
+red of the clock-grid window, per-room queues are the green of the exact limiter.
+:func:`write_charts` is the ``charts`` job: it runs the studies and writes PNG, SVG and CSV.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from simulator import queue_studies as qs
+from simulator.charts import PALETTE, save
+from simulator.queue_budget import QueueRun
+
+__all__ = [
+    "LIMITER_COLOURS",
+    "DESIGN_COLOURS",
+    "basic_figure",
+    "global_vs_local_figure",
+    "fairness_figure",
+    "crash_figure",
+    "write_charts",
+]
+
+LIMITER_COLOURS = {
+    "server": PALETTE["echomq"],
+    "local": PALETTE["fixed_window"],
+    "split": PALETTE["fixed_window"],
+}
+LIMITER_LABELS = {
+    "server": "shared server counter (echomq_admit)",
+    "local": "one in-process counter per worker",
+    "split": "INCR, then PEXPIRE (two commands)",
+}
+DESIGN_COLOURS = {"shared": PALETTE["fixed_window"], "per_room": PALETTE["sliding_log"]}
+DESIGN_LABELS = {"shared": "one shared queue + budget", "per_room": "one queue + budget per room"}
+
+
+def _step(ax: plt.Axes, part: pd.DataFrame, window_s: float, **style: object) -> None:
+    """Admitted per window as a step line that covers the last window too."""
+    x = np.append(part["start_s"].to_numpy(dtype="float64"), part["start_s"].max() + window_s)
+    y = np.append(part["admitted"].to_numpy(dtype="float64"), part["admitted"].iloc[-1])
+    ax.step(x, y, where="post", **style)  # type: ignore[arg-type]
+
+
+def basic_figure(pad: QueueRun) -> Figure:
+    """Admitted per window, latency of done jobs, and wasted dequeues with and without the pad."""
+    s = pad.scenario
+    exact = pad.dequeues[pad.dequeues["label"].str.endswith("defer_pad_ms=0")]
+    per = qs.admitted_per_window(exact, s.window_ms, s.duration_ms)
+    jobs = pad.jobs[pad.jobs["label"].str.endswith("defer_pad_ms=0")]
+    waste = qs.dequeue_summary(pad.dequeues)
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.4))
+    colour = PALETTE["echomq"]
+    a.bar(per["start_s"], per["admitted"], width=0.8 * s.window_ms / 1000, color=colour)
+    a.axhline(s.max_per_window, color="black", ls="--", lw=1, label=f"max ({s.max_per_window})")
+    a.set_xlabel("window start (s)")
+    a.set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
+    a.set_title(f"never above max: most {int(per['admitted'].max())}", fontsize=10)
+    a.legend(frameon=False, fontsize=8, loc="lower right")
+    lat = jobs.loc[jobs["outcome"] == "done", "latency_ms"].to_numpy(dtype="float64") / 1000
+    b.hist(lat, bins=30, color=colour)
+    b.set_xlabel("latency, enqueue to done (s)")
+    b.set_ylabel("jobs")
+    dropped = int((jobs["outcome"] == "dropped").sum())
+    b.set_title(
+        f"p50 {np.percentile(lat, 50):.2f} s, p99 {np.percentile(lat, 99):.2f} s; "
+        f"{dropped} of {len(jobs)} dropped as stale",
+        fontsize=10,
+    )
+    names = ["exactly the PTTL", "PTTL + 1 ms"]
+    values = waste["wasted_per_admit"].to_numpy(dtype="float64")
+    bars = c.bar(names, values, color=[colour, PALETTE["sliding_log"]])
+    c.bar_label(bars, fmt="%.1f")
+    c.set_ylabel("wasted dequeues per admitted job")
+    c.set_title("a deferred job wakes while the key still exists", fontsize=10)
+    fig.suptitle(
+        f"Budget {s.max_per_window} per {s.window_ms / 1000:g} s at the dequeue point, "
+        f"{s.workers} workers, demand {s.rooms[0].rate_per_s:g} jobs/s: the budget holds; "
+        "the backlog pays in latency and in dequeues that put the job back"
+    )
+    fig.tight_layout()
+    return fig
+
+
+def global_vs_local_figure(result: QueueRun) -> Figure:
+    """Admitted per window for each K, shared server counter vs one local counter per worker."""
+    s = result.scenario
+    per = qs.admitted_per_window(result.dequeues, s.window_ms, s.duration_ms)
+    ks = sorted(per["workers"].unique())
+    fig, axes = plt.subplots(1, len(ks), figsize=(4 * len(ks), 4), sharey=True, squeeze=False)
+    top = per["admitted"].max() * 1.15
+    for ax, k in zip(axes[0], ks, strict=True):
+        for limiter, lw in (("local", 2), ("server", 3)):
+            part = per[(per["workers"] == k) & (per["limiter"] == limiter)]
+            _step(
+                ax,
+                part,
+                s.window_ms / 1000,
+                color=LIMITER_COLOURS[limiter],
+                lw=lw,
+                zorder=3,
+                label=LIMITER_LABELS[limiter],
+            )
+        ax.axhline(
+            s.max_per_window,
+            color="black",
+            ls=":",
+            lw=1,
+            zorder=4,
+            label=f"max ({s.max_per_window})",
+        )
+        local = per[(per["workers"] == k) & (per["limiter"] == "local")]["admitted"].max()
+        ax.set_title(f"K = {k} workers: local lets {local / s.max_per_window:.1f}x through")
+        ax.set_xlabel("window start (s)")
+        ax.set_ylim(0, top)
+    axes[0, 0].set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
+    axes[0, 0].legend(frameon=False, fontsize=8, loc="upper left")
+    fig.suptitle(
+        f"Budget {s.max_per_window} per {s.window_ms / 1000:g} s, demand "
+        f"{s.rooms[0].rate_per_s:g} jobs/s: a counter in the server is one budget for every "
+        "worker; a counter in each worker is K budgets"
+    )
+    fig.tight_layout()
+    return fig
+
+
+def fairness_figure(table: pd.DataFrame) -> Figure:
+    """p50 and p99 latency of quiet rooms and the flood room, in both designs (log scale)."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    kinds = ["quiet", "flood"]
+    x = np.arange(len(kinds))
+    width = 0.38
+    for ax, column, label in (
+        (axes[0], "p50_ms", "p50 latency (ms)"),
+        (axes[1], "p99_ms", "p99 latency (ms)"),
+        (axes[2], "dropped_share", "share dropped as stale"),
+    ):
+        for i, design in enumerate(("shared", "per_room")):
+            values = [float(table.loc[(design, kind), column]) for kind in kinds]
+            bars = ax.bar(
+                x + (i - 0.5) * width,
+                values,
+                width,
+                color=DESIGN_COLOURS[design],
+                label=DESIGN_LABELS[design],
+            )
+            ax.bar_label(bars, fmt="%.2f" if column == "dropped_share" else "%.0f", fontsize=8)
+        ax.set_xticks(x, ["quiet rooms", "flood room"])
+        ax.set_ylabel(label)
+        if column != "dropped_share":
+            ax.set_yscale("log")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, fontsize=9, loc="lower center", ncol=2)
+    fig.suptitle(
+        "One room floods at 50x the others: behind one shared queue the quiet rooms wait seconds "
+        "and are dropped; with a queue and a budget per room they are untouched"
+    )
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def crash_figure(result: QueueRun) -> Figure:
+    """Admitted per window when a worker dies inside the admit step, atomic vs split."""
+    s = result.scenario
+    per = qs.admitted_per_window(result.dequeues, s.window_ms, s.duration_ms)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for limiter, ls in (("server", "-"), ("split", "--")):
+        part = per[per["limiter"] == limiter]
+        _step(
+            ax,
+            part,
+            s.window_ms / 1000,
+            ls=ls,
+            lw=2,
+            color=LIMITER_COLOURS[limiter],
+            label=LIMITER_LABELS[limiter],
+        )
+    if s.crash_at_ms is not None:
+        ax.axvline(s.crash_at_ms / 1000, color="black", lw=1, ls=":", label="a worker dies")
+    ax.axhline(s.max_per_window, color="grey", lw=1, ls="--", label=f"max ({s.max_per_window})")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
+    ax.set_ylim(0, s.max_per_window * 1.3)
+    ax.legend(frameon=False, fontsize=8, loc="center right")
+    ax.set_title(
+        "A worker dies between INCR and PEXPIRE: the counter never expires and the budget never "
+        "comes back. The atomic script has no such moment.",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def write_charts(out_dir: Path, full: bool) -> list[Path]:
+    """The ``charts`` job: run the queue studies, write the figures and their tables."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+
+    def table(frame: pd.DataFrame, name: str) -> None:
+        frame.to_csv(out_dir / name)
+        paths.append(out_dir / name)
+
+    pad = qs.pad_study(full)
+    jobs = qs.job_summary(pad.jobs).drop(columns="dropped")
+    table(qs.dequeue_summary(pad.dequeues).join(jobs), "queue_basic.csv")
+    paths += save(basic_figure(pad), "queue_basic", out_dir)
+    glob = qs.global_vs_local(full)
+    table(qs.window_table(glob), "queue_global_vs_local.csv")
+    paths += save(global_vs_local_figure(glob), "queue_global_vs_local", out_dir)
+    fair = qs.fairness(full)
+    fair_table = qs.fairness_table(fair.jobs)
+    table(fair_table, "queue_fairness.csv")
+    paths += save(fairness_figure(fair_table), "queue_fairness", out_dir)
+    crashed = qs.crash(full)
+    table(qs.crash_table(crashed), "queue_crash.csv")
+    paths += save(crash_figure(crashed), "queue_crash", out_dir)
+    return paths
