@@ -15,6 +15,7 @@ from simulator.accuracy import bench_accuracy
 from simulator.backends import FakeRedisBackend
 from simulator.limiters import ALGORITHMS
 from simulator.model import simulate
+from simulator.queue_studies import bench_telemetry
 from simulator.scenario import ConstantRate, Scenario
 
 __all__ = ["bench_core", "SECTIONS"]
@@ -96,4 +97,5 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "core": bench_core,
     "clock": bench_clock,
     "accuracy": bench_accuracy,
+    "telemetry": bench_telemetry,
 }

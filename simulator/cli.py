@@ -165,6 +165,7 @@ def burst_charts(out_dir: Path, full: bool) -> list[Path]:
 CHART_JOBS: list[str] = [
     "simulator.cli:burst_charts",
     "simulator.charts_accuracy:write_charts",
+    "simulator.charts_queue:write_charts",
 ]
 
 #: Modules that add their own subcommands through a ``register(subparsers)`` function.
