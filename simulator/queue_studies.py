@@ -305,22 +305,34 @@ def bench_telemetry(
         handled = _ns_per_iteration(guarded, n)
     out(f"telemetry: {n:,} loop iterations, best of 3, ns per iteration")
     out(f"  empty loop            {bare:7.1f}")
-    out(f"  guard, no handler     {guard:7.1f}   (+{guard - bare:.1f} ns per dequeue)")
-    out(f"  one no-op handler     {handled:7.1f}   (+{handled - bare:.1f} ns per dequeue)")
+    out(f"  guard, no handler     {guard:7.1f}   (+{guard - bare:.1f} ns per hit)")
+    out(f"  one no-op handler     {handled:7.1f}   (+{handled - bare:.1f} ns per hit)")
     # The basic study makes about 300 dequeues per simulated second.
     scenario = replace(basic_scenario(), duration_ms=max(2_000, decisions * 3), drain_ms=0)
     figures = {"empty_ns": bare, "guard_ns": guard, "noop_ns": handled}
-    runs = (("no handler", None), ("no-op handler", noop), ("recorder", "record"))
-    for name, handler in runs:
-        start = time.perf_counter()
-        if callable(handler):
-            with telemetry.attached(telemetry.RATE_LIMIT_HIT, handler):
-                result = run(scenario)
-        else:
-            result = run(scenario, record_events=handler == "record")
-        rate = len(result.dequeues) / (time.perf_counter() - start)
+    run(replace(scenario, duration_ms=1_000))  # warm-up: imports, script cache, allocator
+    variants = (("no handler", None), ("no-op handler", noop), ("recorder", "record"))
+    best: dict[str, float] = {}
+    dequeues = hits = 0
+    for _ in range(2):  # alternate the variants, keep each one's best
+        for name, handler in variants:
+            start = time.perf_counter()
+            if callable(handler):
+                with telemetry.attached(telemetry.RATE_LIMIT_HIT, handler):
+                    result = run(scenario)
+            else:
+                result = run(scenario, record_events=handler == "record")
+            dequeues = len(result.dequeues)
+            hits = int(result.dequeues["action"].str.startswith("defer").sum())
+            rate = dequeues / (time.perf_counter() - start)
+            best[name] = max(best.get(name, 0.0), rate)
+    out(f"  whole runs of {dequeues:,} dequeues, best of 2:")
+    for name, rate in best.items():
         figures[f"{name} dequeues_per_s"] = rate
-        out(f"  whole run, {name:<13} {len(result.dequeues):,} dequeues at {rate:,.0f}/s")
+        out(f"    {name:<14} {rate:>8,.0f} dequeues/s")
+    share = hits * (handled - bare) * 1e-9 * best["no handler"] / dequeues
+    out(f"  {hits:,} hit events per run; a no-op handler adds {share:.2%} of the run's time")
+    figures["noop_share_of_run"] = share
     base = figures["no handler dequeues_per_s"]
     for name in ("no-op handler", "recorder"):
         out(
