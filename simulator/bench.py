@@ -82,7 +82,7 @@ def bench_core(
 def bench_clock(decisions: int = 10_000, out: Callable[[str], None] = print) -> None:
     """A simulated hour of a few clients: how much wall time it takes."""
     scenario = Scenario(
-        "echomq", 100, 60_000, 3_600_000, tuple(ConstantRate(f"c{i}", 0.2) for i in range(5))
+        "echomq", 100, 60_000, 3_600_000, tuple(ConstantRate(f"c{i}", 0.1) for i in range(5))
     )
     start = time.perf_counter()
     frame = simulate(scenario)

@@ -7,6 +7,7 @@ nothing a metric could; they lay out what :mod:`simulator.metrics` produced.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,7 +16,7 @@ from matplotlib.figure import Figure
 
 from simulator import metrics
 
-__all__ = ["PALETTE", "LABELS", "ORDER", "boundary_burst_figure", "save"]
+__all__ = ["PALETTE", "LABELS", "ORDER", "boundary_burst_figure", "save", "subplots"]
 
 ORDER = ("fixed_window", "echomq", "sliding_log", "sliding_counter")
 PALETTE = {
@@ -35,6 +36,13 @@ LABELS = {
 plt.rcParams.update({"figure.dpi": 100, "axes.spines.top": False, "axes.spines.right": False})
 
 
+def subplots(*args: Any, **kwargs: Any) -> tuple[Figure, Any]:
+    """Like ``plt.subplots`` but outside pyplot's registry, so a notebook shows the figure once
+    (as the cell's value) and a long run does not keep every figure alive."""
+    fig = Figure(figsize=kwargs.pop("figsize", None))
+    return fig, fig.subplots(*args, **kwargs)
+
+
 def boundary_burst_figure(
     frame: pd.DataFrame, limit: int, window_ms: int, first_s: float, second_s: float
 ) -> Figure:
@@ -45,7 +53,7 @@ def boundary_burst_figure(
     grid = np.arange(int(lo_s * 1000), int(hi_s * 1000), 100, dtype="int64")
     curve = metrics.rolling_curve(frame, window_ms, grid)
     algorithms = [a for a in ORDER if a in set(frame["algorithm"])]
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         2, len(algorithms), figsize=(4 * len(algorithms), 6.4), sharey="row", squeeze=False
     )
     seam_lo, seam_hi = min(first_s, second_s) - 3, max(first_s, second_s) + 4
@@ -101,5 +109,4 @@ def save(fig: Figure, name: str, out_dir: str | Path = "data") -> list[Path]:
     paths = [out / f"{name}.png", out / f"{name}.svg"]
     fig.savefig(paths[0], dpi=100, bbox_inches="tight")
     fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
     return paths
