@@ -33,7 +33,14 @@ LABELS = {
     "sliding_counter": "Sliding window counter",
 }
 
-plt.rcParams.update({"figure.dpi": 100, "axes.spines.top": False, "axes.spines.right": False})
+plt.rcParams.update(
+    {
+        "figure.dpi": 100,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "svg.hashsalt": "ratelimit-workbench",  # same chart, same SVG bytes
+    }
+)
 
 
 def subplots(*args: Any, **kwargs: Any) -> tuple[Figure, Any]:
