@@ -3,23 +3,53 @@
 A backend runs a :class:`~simulator.scripts.Script` with its keys and arguments and returns the
 raw reply. The default, :class:`FakeRedisBackend`, is fakeredis with Lua whose clock follows the
 simulation (see :mod:`simulator.clock`), so key expiry happens in simulated milliseconds and a
-simulated hour takes no wall time. Real servers run the very same scripts unchanged.
+simulated hour takes no wall time. Real servers run the very same scripts unchanged:
+:class:`RedisBackend` for one Redis/Valkey server, :class:`ClusterBackend` for a cluster, where all
+keys of one call share a hash tag and so a slot. :func:`make_backend` builds one from its name on
+the command line, and a backend that started its own server stops it in :meth:`Backend.close`.
+
+Errors come in two kinds: :class:`BackendError` (the server cannot be reached or went away: the run
+cannot go on) and :class:`ScriptError` (the server ran the script and it failed, e.g. on a key of
+the wrong type left by someone else); both messages name the backend or the script and its keys.
+Clients built here never retry a command on their own: after a lost connection nobody knows
+whether the server applied it, and a decision log must not count a request twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import fakeredis
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
+from simulator import wire
 from simulator.clock import VirtualClock
 from simulator.scripts import SCRIPT_NAMES, Script, load
+from simulator.wire import Call
 
-__all__ = ["Backend", "FakeRedisBackend", "RedisBackend", "BackendError", "ScriptError", "make_backend"]
+__all__ = [
+    "Backend",
+    "FakeRedisBackend",
+    "RedisBackend",
+    "ClusterBackend",
+    "BackendError",
+    "ScriptError",
+    "make_backend",
+    "BACKEND_SPECS",
+]
 
-Call = tuple[Script, Sequence[str], Sequence[Any]]
+#: What ``--backend`` accepts.
+BACKEND_SPECS = (
+    "fakeredis",
+    "valkey",
+    "cluster",
+    "redis://HOST:PORT/DB",
+    "redis+cluster://HOST:PORT",
+)
 
 
 class BackendError(RuntimeError):
@@ -30,6 +60,23 @@ class ScriptError(RuntimeError):
     """A script failed on the server; the message names the script and its keys."""
 
 
+def script_error(script: Script, keys: Sequence[str], exc: BaseException) -> ScriptError:
+    error = ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}")
+    error.__cause__ = exc
+    return error
+
+
+def _is_backend_failure(exc: BaseException) -> bool:
+    """True for errors that say the server is gone or unusable, not that a script failed."""
+    if isinstance(exc, redis.exceptions.ClusterError | redis.exceptions.TryAgainError):
+        return True
+    if isinstance(exc, redis.exceptions.ResponseError):
+        return False
+    if isinstance(exc, redis.exceptions.RedisClusterException):
+        return "same key slot" not in str(exc)  # the client's own CROSSSLOT check is a script error
+    return isinstance(exc, redis.exceptions.RedisError | OSError)
+
+
 class Backend:
     """Runs scripts on one server. Subclasses set ``client`` and ``name``."""
 
@@ -37,6 +84,12 @@ class Backend:
     #: True when key expiry follows simulated time (only the fake server can do that).
     virtual_time = False
     client: Any
+    #: The server this backend started and must stop (None when it only connects).
+    server: Any = None
+
+    def describe(self) -> str:
+        """One line for the user: which backend, where, and whether the program owns the server."""
+        return self.name
 
     def follow(self, now_ms: Callable[[], float]) -> None:
         """Make server time follow ``now_ms`` where the server allows it (a no-op on real ones)."""
@@ -53,15 +106,44 @@ class Backend:
             return self.call(script, keys, args)
         except redis.exceptions.ResponseError as exc:
             raise ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}") from exc
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-            raise BackendError(f"backend {self.name} failed: {exc}") from exc
+        except (redis.exceptions.RedisError, OSError) as exc:
+            if _is_backend_failure(exc):
+                raise BackendError(f"backend {self.name} failed: {exc}") from exc
+            raise script_error(script, keys, exc) from exc
 
     def call_many(self, calls: Sequence[Call]) -> list[Any]:
-        """Run several script calls in one round trip, in order; one reply per call."""
-        return [self.call(*c) for c in calls]
+        """Run several script calls in order and return one reply per call.
+
+        A failed call raises :class:`ScriptError`; the calls before it have run.
+        """
+        replies = next(self.stream([calls], depth=1))
+        for reply in replies:
+            if isinstance(reply, ScriptError):
+                raise reply
+        return replies
+
+    def stream(self, batches: Iterable[Sequence[Call]], depth: int = 2) -> Iterator[list[Any]]:
+        """Run batches of calls in order and yield each batch's replies.
+
+        A script that failed stands in its place as a :class:`ScriptError` (the calls after it in
+        the batch may have run), so the caller can keep every decision made before it. Up to
+        ``depth`` batches are in flight on servers that can take them.
+        """
+        for batch in batches:
+            replies: list[Any] = []
+            for call in batch:
+                try:
+                    replies.append(self.call(*call))
+                except ScriptError as exc:
+                    replies.append(exc)
+            yield replies
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self.client.close()
+        finally:
+            if self.server is not None:
+                self.server.stop()
 
     def __enter__(self) -> Backend:
         return self
@@ -91,6 +173,10 @@ class FakeRedisBackend(Backend):
         return super().call(script, keys, args)
 
 
+def _no_retry() -> Retry:
+    return Retry(NoBackoff(), 0)
+
+
 class RedisBackend(Backend):
     """Any real Redis/Valkey server reached through a redis-py client.
 
@@ -101,27 +187,162 @@ class RedisBackend(Backend):
     name = "redis"
     virtual_time = False
 
-    def __init__(self, client: Any, name: str = "redis") -> None:
-        self.client, self.name = client, name
-        self.load_scripts()
-
-    def call_many(self, calls: Sequence[Call]) -> list[Any]:
-        pipe = self.client.pipeline(transaction=False)
-        for script, keys, args in calls:
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
+    def __init__(
+        self, client: Any, name: str = "redis", server: Any = None, *, load_scripts: bool = True
+    ) -> None:
+        self.client, self.name, self.server = client, name, server
+        if not load_scripts:
+            return
         try:
-            return list(pipe.execute())
-        except redis.exceptions.NoScriptError:
             self.load_scripts()
-            return self.call_many(calls)
-        except redis.exceptions.ResponseError as exc:
-            raise ScriptError(f"a script in a pipeline failed: {exc}") from exc
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        except (redis.exceptions.RedisError, OSError) as exc:
+            self.close()
+            raise BackendError(f"backend {self.name}: cannot load the scripts: {exc}") from exc
+
+    def describe(self) -> str:
+        kw = self.client.connection_pool.connection_kwargs
+        where = f"{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
+        if self.server is not None:
+            return f"{self.name}: valkey-server pid {self.server.pid} on {where} (stopped on exit)"
+        return f"{self.name}: server at {where}"
+
+    def _retry_noscript(self, batch: Sequence[Call], replies: list[Any]) -> list[Any]:
+        """The server lost the scripts (restart, SCRIPT FLUSH): load them, rerun what failed."""
+        for i, reply in enumerate(replies):
+            if isinstance(reply, redis.exceptions.NoScriptError):
+                try:
+                    replies[i] = self.call(*batch[i])
+                except ScriptError as exc:
+                    replies[i] = exc
+        return replies
+
+    def _settle(self, batch: Sequence[Call], replies: list[Any]) -> list[Any]:
+        if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
+            replies = self._retry_noscript(batch, replies)
+        for i, reply in enumerate(replies):
+            if isinstance(reply, redis.exceptions.ResponseError):
+                if _is_backend_failure(reply):
+                    raise BackendError(f"backend {self.name} failed: {reply}") from reply
+                replies[i] = script_error(batch[i][0], batch[i][1], reply)
+        return replies
+
+    def stream(self, batches: Iterable[Sequence[Call]], depth: int = 2) -> Iterator[list[Any]]:
+        pool = self.client.connection_pool
+        in_flight: deque[Sequence[Call]] = deque()
+        try:
+            conn = pool.get_connection()
+        except (redis.exceptions.RedisError, OSError) as exc:
             raise BackendError(f"backend {self.name} failed: {exc}") from exc
+        try:
+            conn.connect()
+            replies = wire.Replies(conn)
+            for batch in batches:
+                if not batch:
+                    yield []
+                    continue
+                wire.send(conn, batch)
+                in_flight.append(batch)
+                if len(in_flight) >= depth:
+                    done = in_flight.popleft()
+                    yield self._settle(done, replies.read(len(done)))
+            while in_flight:
+                done = in_flight.popleft()
+                yield self._settle(done, replies.read(len(done)))
+        except (redis.exceptions.RedisError, OSError) as exc:
+            in_flight.append(())  # the connection's state is unknown now
+            raise BackendError(f"backend {self.name} failed: {exc}") from exc
+        finally:
+            if in_flight:  # replies left unread (an error, or the caller stopped early)
+                conn.disconnect()
+            pool.release(conn)
+
+
+class ClusterBackend(Backend):
+    """A Redis/Valkey Cluster: every call goes to the node owning its keys' slot.
+
+    All keys of one call share a hash tag, so they share a slot; a call whose keys do not is
+    refused (by the client before it is sent, or by the server with CROSSSLOT). A batch is split
+    by node, each part pipelined to its node, and the replies put back in call order; calls on
+    one key always go to one node, in order, so the decisions are those of one call at a time.
+    """
+
+    name = "cluster"
+    virtual_time = False
+
+    def __init__(self, client: Any, name: str = "cluster", server: Any = None) -> None:
+        self.client, self.name, self.server = client, name, server
+        self._nodes: dict[str, RedisBackend] = {}
+        try:
+            self.load_scripts()  # redis-py sends SCRIPT LOAD to every primary
+        except (redis.exceptions.RedisError, OSError) as exc:
+            self.close()
+            raise BackendError(f"backend {self.name}: cannot load the scripts: {exc}") from exc
+
+    def describe(self) -> str:
+        nodes = ", ".join(f"{n.host}:{n.port}" for n in self.client.get_primaries())
+        if self.server is not None:
+            pids = ", ".join(str(p) for p in self.server.pids)
+            return f"{self.name}: valkey-server pids {pids} on {nodes} (stopped on exit)"
+        return f"{self.name}: cluster with primaries {nodes}"
+
+    def _node_backend(self, key: str) -> RedisBackend:
+        node = self.client.get_node_from_key(key)
+        backend = self._nodes.get(node.name)
+        if backend is None:
+            client = self.client.get_redis_connection(node)
+            name = f"{self.name} node {node.name}"
+            # The scripts are already on every primary (loaded in __init__).
+            backend = self._nodes[node.name] = RedisBackend(client, name, load_scripts=False)
+        return backend
+
+    def stream(self, batches: Iterable[Sequence[Call]], depth: int = 2) -> Iterator[list[Any]]:
+        for batch in batches:
+            parts: dict[str, tuple[RedisBackend, list[int]]] = {}
+            try:
+                for i, (_script, keys, _args) in enumerate(batch):
+                    node = self._node_backend(keys[0])
+                    parts.setdefault(node.name, (node, []))[1].append(i)
+            except (redis.exceptions.RedisError, OSError) as exc:
+                raise BackendError(f"backend {self.name} failed: {exc}") from exc
+            replies: list[Any] = [None] * len(batch)
+            for node, positions in parts.values():
+                calls = [batch[i] for i in positions]
+                for i, reply in zip(positions, next(node.stream([calls], depth=1)), strict=True):
+                    replies[i] = reply
+            yield replies
 
 
 def make_backend(spec: str = "fakeredis") -> Backend:
-    """Build a backend from its name on the command line."""
+    """Build a backend from its name on the command line (see :data:`BACKEND_SPECS`).
+
+    ``valkey`` and ``cluster`` start an embedded server (127.0.0.1, a fresh temp dir) that the
+    backend owns and stops in :meth:`Backend.close`; a URL connects to a running server.
+    """
+    from simulator.servers import EmbeddedCluster, EmbeddedValkey, open_url
+
     if spec == "fakeredis":
         return FakeRedisBackend()
-    raise ValueError(f"backend: unknown backend {spec!r} (known: fakeredis)")
+    try:
+        if spec == "valkey":
+            server = EmbeddedValkey().start()
+            try:
+                return RedisBackend(server.client(retry=_no_retry()), "valkey", server)
+            except BaseException:
+                server.stop()
+                raise
+        if spec == "cluster":
+            cluster = EmbeddedCluster().start()
+            try:
+                return ClusterBackend(cluster.client(retry=_no_retry()), "cluster", cluster)
+            except BaseException:
+                cluster.stop()
+                raise
+        if spec.startswith("redis://"):
+            return RedisBackend(open_url(spec, retry=_no_retry()), spec)
+        if spec.startswith("redis+cluster://"):
+            return ClusterBackend(open_url(spec, retry=_no_retry()), spec)
+    except (RuntimeError, redis.exceptions.RedisError, OSError) as exc:
+        if isinstance(exc, BackendError):
+            raise
+        raise BackendError(f"backend {spec}: {exc}") from exc
+    raise ValueError(f"backend: unknown backend {spec!r} (known: {', '.join(BACKEND_SPECS)})")

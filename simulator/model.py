@@ -3,25 +3,44 @@
 The SimPy environment counts milliseconds. The backend's clock follows ``env.now`` (on the
 embedded fake server), each request is decided at ``floor(env.now)`` - the whole millisecond a
 server would see - and every decision is appended to one log that becomes a DataFrame.
+
+On a real server (see :mod:`simulator.realtime`) the same code runs: on simulated time for the
+algorithms that take ``now_ms`` from their arguments, on real time for ``echomq``. A replay there
+sends its requests in pipelines: in time order, so per key too, the order of one call at a time.
+If the server goes away the run stops with a :class:`BackendError` naming the backend and the
+simulated time reached, after handing every decision made so far to ``on_rows``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 import simpy
 
-from simulator.backends import Backend, FakeRedisBackend
+from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
 from simulator.clients import process_for
 from simulator.limiters import ALGORITHMS, Limiter
+from simulator.realtime import (
+    ExpiryWatch,
+    ServerClockWarning,
+    environment_for,
+    late_ms,
+    needs_real_time,
+)
 from simulator.records import Decision, DecisionLog
 from simulator.scenario import BurstAt, Scenario
 
-__all__ = ["simulate", "replay", "boundary_burst", "run_id_for"]
+__all__ = ["simulate", "replay", "boundary_burst", "run_id_for", "Row", "PIPELINE_CALLS"]
+
+#: One decided request for ``on_rows``: (position in the trace, client, t_ms, decision).
+Row = tuple[int, str, int, Decision]
+#: Calls per pipeline in a replay on a real server (two pipelines are in flight at a time).
+PIPELINE_CALLS = 1000
 
 
 def run_id_for(*parts: object) -> str:
@@ -29,49 +48,138 @@ def run_id_for(*parts: object) -> str:
     return hashlib.sha1(repr(parts).encode("utf-8")).hexdigest()[:12]
 
 
-def _backend_for(env: simpy.Environment, backend: Backend | None) -> Backend:
-    if backend is None:
-        backend = FakeRedisBackend()
+def _stopped(
+    exc: BackendError | ScriptError, backend: Backend, t_ms: int, t0: int, done: int, total: int
+) -> BackendError | ScriptError:
+    """The same error, saying where the run stopped and how much of it was decided."""
+    where = f"at simulated t_ms={t_ms} ({(t_ms - t0) / 1000:.3f} s into the run)"
+    kind = type(exc)
+    error = kind(f"{exc}; stopped {where} after {done} of {total} decisions on {backend.name}")
+    error.decided = done  # type: ignore[attr-defined]
+    return error
+
+
+def simulate(
+    scenario: Scenario,
+    backend: Backend | None = None,
+    on_rows: Callable[[list[Row]], None] | None = None,
+) -> pd.DataFrame:
+    """Run ``scenario`` and return its decision log (one row per request).
+
+    On a real server ``echomq`` runs on real time (the scenario takes its duration in wall time);
+    the frame's ``attrs["late_ms"]`` then holds how late (ms) each decision was sent.
+    ``on_rows`` receives each decision as it is made (its position is the row number).
+    """
+    backend = backend or FakeRedisBackend()
+    env = environment_for(backend, scenario.algorithm)
     backend.follow(lambda: env.now)
-    return backend
-
-
-def simulate(scenario: Scenario, backend: Backend | None = None) -> pd.DataFrame:
-    """Run ``scenario`` and return its decision log (one row per request)."""
-    env = simpy.Environment()
-    backend = _backend_for(env, backend)
     limiter = ALGORITHMS[scenario.algorithm](backend, scenario.limit, scenario.window_ms)
     log = DecisionLog(run_id_for(scenario), scenario.seed, scenario.algorithm)
     decide, append = limiter.decide, log.append
+    late: list[float] = []
+    realtime = needs_real_time(backend, scenario.algorithm)
+    watch = ExpiryWatch(scenario.window_ms) if not backend.virtual_time and not realtime else None
 
     def ask(client: str) -> Decision:
         now_ms = math.floor(env.now)
+        if watch is not None:
+            watch.start(now_ms)
+        if realtime:
+            late.append(late_ms(env))
         decision = decide(client, now_ms)
+        if watch is not None:
+            watch.end(now_ms)
+        if on_rows is not None:
+            on_rows([(len(log), client, now_ms, decision)])
         append(client, now_ms, decision)
         return decision
 
     seeds = np.random.SeedSequence(scenario.seed).spawn(max(1, len(scenario.clients)))
     for spec, seed in zip(scenario.clients, seeds, strict=False):
         env.process(process_for(env, spec, ask, np.random.default_rng(seed)))
-    env.run(until=scenario.duration_ms)
-    return log.frame()
+    try:
+        env.run(until=scenario.duration_ms)
+    except (BackendError, ScriptError) as exc:
+        raise _stopped(exc, backend, math.floor(env.now), 0, len(log), len(log) + 1) from exc
+    frame = log.frame()
+    if realtime:
+        frame.attrs["late_ms"] = late
+    if watch is not None and not watch.safe:
+        warnings.warn(watch.message("the simulation"), ServerClockWarning, stacklevel=2)
+    return frame
+
+
+def _batches(t_ms: Sequence[int], size: int, same_ms: bool) -> list[tuple[int, int]]:
+    """[lo, hi) bounds of consecutive requests sent together (at most ``size``; one ms if asked)."""
+    bounds, lo, n = [], 0, len(t_ms)
+    while lo < n:
+        hi = min(lo + size, n)
+        if same_ms:
+            t, hi = t_ms[lo], lo + 1
+            while hi < n and hi - lo < size and t_ms[hi] == t:
+                hi += 1
+        bounds.append((lo, hi))
+        lo = hi
+    return bounds
+
+
+def _one_at_a_time(backend: Backend, batches: Iterator[list]) -> Iterator[list]:
+    """One round trip per call, through the client's own ``EVALSHA`` (no pipelining at all)."""
+    for batch in batches:
+        replies: list = []
+        for call in batch:
+            try:
+                replies.append(backend.call(*call))
+            except ScriptError as exc:
+                replies.append(exc)
+        yield replies
 
 
 def _replay_process(
     env: simpy.Environment,
-    t_ms: np.ndarray,
+    t_ms: list[int],
     clients: list[str],
+    positions: list[int],
     limiter: Limiter,
     log: DecisionLog,
+    bounds: list[tuple[int, int]],
+    depth: int,
+    on_rows: Callable[[list[Row]], None] | None,
     on_progress: Callable[[int], None] | None,
+    watch: ExpiryWatch | None,
 ) -> Iterator[simpy.Event]:
-    decide, append = limiter.decide, log.append
-    for i, (t, client) in enumerate(zip(t_ms.tolist(), clients, strict=True)):
-        if t > env.now:
-            yield env.timeout(t - env.now)
-        append(client, t, decide(client, t))
-        if on_progress is not None and i % 1000 == 999:
-            on_progress(1000)
+    call, parse, append = limiter.call, limiter.parse, log.append
+
+    def batches() -> Iterator[list]:
+        for lo, hi in bounds:
+            if watch is not None:
+                watch.start(t_ms[lo])
+            yield [call(clients[i], t_ms[i]) for i in range(lo, hi)]
+
+    backend = limiter.backend
+    stream = backend.stream(batches(), depth) if depth > 0 else _one_at_a_time(backend, batches())
+    try:
+        for lo, hi in bounds:
+            if t_ms[lo] > env.now:
+                yield env.timeout(t_ms[lo] - env.now)
+            replies = next(stream)
+            rows: list[Row] = []
+            for i, reply in zip(range(lo, hi), replies, strict=True):
+                if isinstance(reply, ScriptError):
+                    if on_rows is not None and rows:
+                        on_rows(rows)
+                    raise reply
+                decision = parse(reply)
+                append(clients[i], t_ms[i], decision)
+                rows.append((positions[i], clients[i], t_ms[i], decision))
+            if watch is not None:
+                watch.end(t_ms[hi - 1])
+            if on_rows is not None:
+                on_rows(rows)
+            if on_progress is not None:
+                on_progress(hi - lo)
+    finally:
+        stream.close()
 
 
 def replay(
@@ -81,23 +189,61 @@ def replay(
     window_ms: int,
     backend: Backend | None = None,
     on_progress: Callable[[int], None] | None = None,
+    *,
+    pipeline: int | None = None,
+    on_rows: Callable[[list[Row]], None] | None = None,
 ) -> pd.DataFrame:
     """Replay a trace (columns ``t_ms``, ``client``) in time order, ties in trace order.
 
-    Returns the decision log in the trace's own row order, with its index.
+    Returns the decision log in the trace's own row order, with its index. On a real server the
+    requests go in pipelines of ``pipeline`` calls (default :data:`PIPELINE_CALLS`; 1 = one round
+    trip per decision): across milliseconds for the algorithms that take the time from their
+    arguments, within one millisecond for ``echomq``, which replays on real time there.
+    ``on_rows`` gets each pipeline's decisions as soon as they are made.
     """
     order = np.argsort(trace["t_ms"].to_numpy(), kind="stable")
-    t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")[order]).astype("int64")
+    t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")[order]).astype("int64").tolist()
     clients = trace["client"].astype(str).to_numpy()[order].tolist()
-    env = simpy.Environment(initial_time=int(t_ms[0]) if len(t_ms) else 0)
-    backend = _backend_for(env, backend)
+    backend = backend or FakeRedisBackend()
+    t0 = int(t_ms[0]) if t_ms else 0
+    env = environment_for(backend, algorithm, initial_time=t0)
+    backend.follow(lambda: env.now)
     limiter = ALGORITHMS[algorithm](backend, limit, window_ms)
     log = DecisionLog(run_id_for("replay", algorithm, limit, window_ms, len(trace)), 0, algorithm)
-    env.process(_replay_process(env, t_ms, clients, limiter, log, on_progress))
-    env.run()
+    realtime = needs_real_time(backend, algorithm)
+    size = max(1, pipeline or PIPELINE_CALLS)
+    # The fake server's clock is env.now: its batches must not span milliseconds; nor may the
+    # real server's on real time. Elsewhere the server's clock does not matter.
+    same_ms = backend.virtual_time or realtime
+    bounds = _batches(t_ms, size, same_ms)
+    watch = None if same_ms else ExpiryWatch(window_ms)
+    depth = 0 if size == 1 else 1 if same_ms else 2  # pipelines in flight; 0: none at all
+    process = _replay_process(
+        env,
+        t_ms,
+        clients,
+        order.tolist(),
+        limiter,
+        log,
+        bounds,
+        depth,
+        on_rows,
+        on_progress,
+        watch,
+    )
+    env.process(process)
+    try:
+        env.run()
+    except (BackendError, ScriptError) as exc:
+        done = len(log)
+        raise _stopped(exc, backend, t_ms[min(done, len(t_ms) - 1)], t0, done, len(t_ms)) from exc
     frame = log.frame()
     frame.index = trace.index[order]
-    return frame.sort_index()
+    frame = frame.sort_index()
+    if watch is not None and not watch.safe:
+        frame.attrs["server_clock_safe"] = False
+        warnings.warn(watch.message("the replay"), ServerClockWarning, stacklevel=2)
+    return frame
 
 
 def boundary_burst(

@@ -1,0 +1,133 @@
+"""Benchmark ``servers``: one trace, one real Valkey, three ways to make the same decisions.
+
+A gateway that replays its logs through a limiter on a real server wants to know what that
+costs. Here one embedded valkey-server (127.0.0.1) takes the same trace three times per
+algorithm, from a freshly flushed database each time:
+
+* one round trip per decision: the replay with ``pipeline=1``, one ``EVALSHA`` per request
+  through redis-py, waiting for each reply;
+* the pipelined replay: requests in time order, :data:`~simulator.model.PIPELINE_CALLS` per
+  pipeline, two pipelines in flight (the decisions are the same: checked below);
+* the ``limits`` package, what a Python user would pick instead: ``RedisStorage`` with
+  ``FixedWindowRateLimiter`` or ``MovingWindowRateLimiter`` (its exact sliding log), one
+  ``hit()`` per request.
+
+``limits`` reads the wall clock, the replay the trace's clock; the trace spans less than one
+window and starts at a window boundary, so on both clocks every request falls into the same
+window and the three runs must admit exactly the same requests (the benchmark says whether
+they did). The trace has many clients and many requests per millisecond, as a busy gateway
+has. Each figure is the best of ``REPEAT`` runs, so that a moment of load elsewhere on the
+machine does not decide it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from simulator.backends import RedisBackend
+from simulator.model import PIPELINE_CALLS, replay
+from simulator.servers import EmbeddedValkey
+
+__all__ = ["bench_servers", "server_trace"]
+
+CLIENTS = 1000
+LIMIT, WINDOW_MS = 5, 60_000
+REQUESTS_PER_MS = 20
+REPEAT = 3
+#: Our algorithm and the ``limits`` strategy that makes the same decisions within one window.
+PAIRS = {"fixed_window": "FixedWindowRateLimiter", "sliding_log": "MovingWindowRateLimiter"}
+
+
+def server_trace(decisions: int, seed: int = 0) -> pd.DataFrame:
+    """``decisions`` requests from :data:`CLIENTS` clients, :data:`REQUESTS_PER_MS` per ms."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    span_ms = max(1, decisions // REQUESTS_PER_MS)
+    if span_ms >= WINDOW_MS:
+        raise ValueError(f"decisions: at most {WINDOW_MS * REQUESTS_PER_MS - 1} (one window)")
+    t_ms = np.sort(rng.integers(0, span_ms, decisions))
+    clients = rng.integers(0, CLIENTS, decisions)
+    return pd.DataFrame({"t_ms": t_ms, "client": [f"client-{c}" for c in clients]})
+
+
+def _best(run: Callable[[], object], n: int, flush: Callable[[], object]) -> tuple[float, object]:
+    """Decisions per second of the fastest of REPEAT runs, and that run's result."""
+    best, result = 0.0, None
+    for _ in range(REPEAT):
+        flush()
+        start = time.perf_counter()
+        result = run()
+        best = max(best, n / (time.perf_counter() - start))
+    return best, result
+
+
+def _limits_run(url: str, strategy: str, trace: pd.DataFrame) -> Callable[[], list[bool]]:
+    from limits import RateLimitItemPerSecond, storage, strategies
+
+    limiter = getattr(strategies, strategy)(storage.RedisStorage(url))
+    item = RateLimitItemPerSecond(LIMIT, WINDOW_MS // 1000)
+    clients = trace["client"].tolist()
+
+    def run() -> list[bool]:
+        hit = limiter.hit
+        return [hit(item, c) for c in clients]
+
+    return run
+
+
+def bench_servers(
+    decisions: int = 10_000, out: Callable[[str], None] = print
+) -> list[dict[str, float]]:
+    trace = server_trace(decisions)
+    out(
+        f"servers: {decisions} decisions, {CLIENTS} clients, {REQUESTS_PER_MS} requests per ms, "
+        f"limit {LIMIT} per {WINDOW_MS // 1000} s, one embedded valkey-server on 127.0.0.1; "
+        f"best of {REPEAT}; pipelines of {PIPELINE_CALLS} calls"
+    )
+    out(
+        f"{'algorithm':<16} {'one round trip/s':>17} {'pipelined/s':>12} {'limits/s':>9} "
+        f"{'pipelined/1rt':>14} {'pipelined/limits':>17}  same decisions"
+    )
+    rows = []
+    with EmbeddedValkey() as server:
+        client = server.client()
+        backend = RedisBackend(client, "valkey")
+        flush = client.flushdb
+        for algorithm, strategy in PAIRS.items():
+            one, _ = _best(
+                lambda a=algorithm: replay(trace, a, LIMIT, WINDOW_MS, backend, pipeline=1),
+                decisions,
+                flush,
+            )
+            piped, frame = _best(
+                lambda a=algorithm: replay(trace, a, LIMIT, WINDOW_MS, backend), decisions, flush
+            )
+            lim, allowed = _best(_limits_run(server.url, strategy, trace), decisions, flush)
+            ours = frame["allowed"].tolist()  # type: ignore[index]
+            same = ours == allowed
+            rows.append(
+                {
+                    "algorithm": algorithm,
+                    "one_round_trip_per_s": one,
+                    "pipelined_per_s": piped,
+                    "limits_per_s": lim,
+                    "pipelined_over_one": piped / one,
+                    "pipelined_over_limits": piped / lim,
+                    "same_decisions": float(same),
+                }
+            )
+            verdict = (
+                "yes"
+                if same
+                else f"NO ({sum(a != b for a, b in zip(ours, allowed, strict=True))} differ)"
+            )
+            out(
+                f"{algorithm:<16} {one:>17,.0f} {piped:>12,.0f} {lim:>9,.0f} "
+                f"{piped / one:>13.1f}x {piped / lim:>16.1f}x  {verdict} "
+                f"({sum(ours)} of {decisions} admitted; limits: {strategy})"
+            )
+        backend.close()
+    return rows

@@ -1,0 +1,116 @@
+"""Which clock a run needs: simulated time, or real time on a real server.
+
+Every script takes ``now_ms`` from its arguments. ``fixed_window``, ``sliding_log`` and
+``sliding_counter`` decide from that alone and give their keys a time to live only so that old
+keys go away; on a real server their decisions are the same as on the virtual clock, however fast
+the run goes. ``echomq`` is different: its window IS the counter's time to live, counted down by
+the server's own clock. On the embedded fake server that clock is the simulation's; on a real
+server it is the wall clock, so a run of ``echomq`` there goes at real speed (SimPy's
+``RealtimeEnvironment``: one simulated millisecond per real millisecond) and should use short
+windows.
+
+A fast run is safe only while the server has not yet expired a key the run still needs: a key
+that gets a TTL of one window must not wait more than a window of wall time to be used again
+within a window of simulated time. :class:`ExpiryWatch` checks that as the run goes and says so
+when a run was too slow for it (many requests per millisecond with windows of a few ms).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import simpy
+import simpy.rt
+
+from simulator.backends import Backend
+from simulator.limiters import ALGORITHMS
+
+__all__ = [
+    "SERVER_TIME_FREE",
+    "SERVER_TIME_BOUND",
+    "RT_FACTOR",
+    "ServerClockWarning",
+    "ExpiryWatch",
+    "needs_real_time",
+    "environment_for",
+    "late_ms",
+    "time_note",
+]
+
+#: Algorithms whose decisions do not depend on the server's clock (``now_ms`` comes in ARGV).
+SERVER_TIME_FREE = tuple(a for a, cls in ALGORITHMS.items() if not cls.uses_server_time)
+#: Algorithms whose window is a key's TTL, counted by the server's clock.
+SERVER_TIME_BOUND = tuple(a for a, cls in ALGORITHMS.items() if cls.uses_server_time)
+#: Real seconds per simulated time unit (the unit is one millisecond).
+RT_FACTOR = 0.001
+
+
+class ServerClockWarning(UserWarning):
+    """A run on a real server was slow enough that key expiry may have changed a decision."""
+
+
+def needs_real_time(backend: Backend, algorithm: str) -> bool:
+    """True when ``algorithm`` on ``backend`` must run on real time to be right."""
+    return not backend.virtual_time and ALGORITHMS[algorithm].uses_server_time
+
+
+def environment_for(backend: Backend, algorithm: str, initial_time: int = 0) -> simpy.Environment:
+    """A virtual-time environment, or a real-time one (1 ms per ms) where the server's clock rules."""
+    if needs_real_time(backend, algorithm):
+        return simpy.rt.RealtimeEnvironment(initial_time, factor=RT_FACTOR, strict=False)
+    return simpy.Environment(initial_time)
+
+
+def late_ms(env: simpy.Environment) -> float:
+    """How far the wall clock is past ``env.now`` (0 on a virtual-time environment)."""
+    if not isinstance(env, simpy.rt.RealtimeEnvironment):
+        return 0.0
+    wall_ms = (time.monotonic() - env.real_start) / env.factor
+    return wall_ms - (env.now - env.env_start)
+
+
+def time_note(algorithm: str, backend: Backend) -> str:
+    """One line saying which clock the decisions of ``algorithm`` on ``backend`` follow."""
+    if backend.virtual_time:
+        return f"{algorithm} on {backend.name}: simulated time (the server's clock follows it)"
+    if ALGORITHMS[algorithm].uses_server_time:
+        return (
+            f"{algorithm} on {backend.name}: REAL TIME - its window is the key's TTL on the "
+            "server's clock, so the run goes at wall-clock speed"
+        )
+    return (
+        f"{algorithm} on {backend.name}: simulated time - decisions take now_ms from the "
+        "arguments and do not depend on the server's clock (TTL only cleans up)"
+    )
+
+
+class ExpiryWatch:
+    """Checks that no key could expire on the server while the run still needed it.
+
+    A key gets a TTL of at least ``window_ms`` when it is used and is needed for less than
+    ``window_ms`` of simulated time after that. So the run is safe as long as no span of less
+    than ``window_ms`` simulated ms took ``window_ms`` or more of wall time.
+    """
+
+    def __init__(self, window_ms: int) -> None:
+        self.window_ms = window_ms
+        self._marks: deque[tuple[int, float]] = deque()  # (t_ms, wall ms) at batch starts
+        self.safe = True
+
+    def start(self, t_ms: int) -> None:
+        self._marks.append((t_ms, time.monotonic() * 1000.0))
+
+    def end(self, t_ms: int) -> None:
+        marks, now_wall = self._marks, time.monotonic() * 1000.0
+        while marks and marks[0][0] <= t_ms - self.window_ms:
+            marks.popleft()
+        if self.safe and marks and now_wall - marks[0][1] >= self.window_ms:
+            self.safe = False
+
+    def message(self, what: str) -> str:
+        return (
+            f"{what} ran slower than real time over a span shorter than the window "
+            f"({self.window_ms} ms): the server may have expired a key the run still needed, "
+            "so some decisions may differ from the simulated clock's; use a longer window"
+        )

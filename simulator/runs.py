@@ -1,0 +1,104 @@
+"""Running against a server from the command line: its lifetime, signals, output on the way.
+
+A replay against a real server can be stopped by the server dying, by Ctrl-C or by a SIGTERM
+from a job runner. Whatever stops it, the decisions already made are on disk
+(:class:`DecisionCsv` writes each pipeline's rows as they come and flushes), and a server the
+program started is stopped (:func:`open_backend` closes the backend on the way out; SIGTERM is
+turned into the same KeyboardInterrupt as Ctrl-C so that the way out is taken).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from simulator.backends import Backend, make_backend
+from simulator.model import Row
+
+__all__ = ["open_backend", "DecisionCsv", "HEADER"]
+
+#: Columns of the replay output; ``line`` is the request's row in the input (from 1).
+HEADER = (
+    "line",
+    "t_ms",
+    "client",
+    "allowed",
+    "count",
+    "limit",
+    "remaining",
+    "reset_ms",
+    "retry_after_ms",
+)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
+    """The backend for ``spec``, closed (and its own server stopped) however the block ends."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        backend = make_backend(spec)
+        try:
+            if announce and not backend.virtual_time:
+                print(f"backend {backend.describe()}", file=sys.stderr, flush=True)
+            yield backend
+        finally:
+            backend.close()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class DecisionCsv:
+    """The replay's CSV, written while the replay runs.
+
+    Rows arrive in decision order (time order, ties in input order). When that is also the
+    input order they are written at once and flushed; otherwise they are kept and written in
+    input order at the end - or, if the run fails, in decision order right away, so that no
+    decision made is lost.
+    """
+
+    def __init__(self, out: Path | None, in_input_order: bool) -> None:
+        self.path = None if out is None or str(out) == "-" else out
+        self._fh: IO[str] = (
+            sys.stdout if self.path is None else self.path.open("w", newline="", encoding="utf-8")
+        )
+        self._csv = csv.writer(self._fh, lineterminator="\n")
+        self._csv.writerow(HEADER)
+        self._eager = in_input_order
+        self._kept: list[Row] = []
+        self.written = 0
+
+    def _write(self, rows: list[Row]) -> None:
+        writerow = self._csv.writerow
+        for position, client, t_ms, d in rows:
+            retry = "" if d.allowed else d.retry_after_ms
+            writerow(
+                (position + 1, t_ms, client, int(d.allowed), float(d.count), d.limit)
+                + (d.remaining, d.reset_ms, retry)
+            )
+        self.written += len(rows)
+        self._fh.flush()
+
+    def __call__(self, rows: list[Row]) -> None:
+        if self._eager:
+            self._write(rows)
+        else:
+            self._kept.extend(rows)
+
+    def close(self, complete: bool) -> None:
+        """Write what is kept (in input order if the run is ``complete``) and close the file."""
+        if self._kept:
+            self._write(sorted(self._kept) if complete else self._kept)
+            self._kept = []
+        if self.path is not None:
+            self._fh.close()
+        else:
+            self._fh.flush()
