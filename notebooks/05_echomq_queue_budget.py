@@ -57,7 +57,7 @@ pd.set_option("display.max_columns", 30)
 # stale and dropped (a chat message that late is no use).
 #
 # **Prediction.** Exactly 10 admitted per window, never more; the other 20 per second wait, so
-# latency climbs to the 5 s staleness limit and about half are dropped. Every wait is a
+# latency climbs to the 5 s staleness limit and half or more are dropped. Every wait is a
 # dequeue that puts the job back: a *wasted dequeue*.
 
 # %%
