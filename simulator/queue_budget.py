@@ -23,7 +23,7 @@ latency, deferrals, wasted dequeues.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -324,19 +324,18 @@ def run(
     rows: list[tuple[int, int, str, int, str, int, int | None]] = []
     hit = telemetry.event(telemetry.RATE_LIMIT_HIT)
 
-    shared: ServerBudget | None = None
-    if s.limiter == "server":
-        shared = ServerBudget(backend, s.max_per_window, s.window_ms, s.crash_at_ms)  # type: ignore[arg-type]
-    elif s.limiter == "split":
-        shared = SplitBudget(backend, s.max_per_window, s.window_ms, s.crash_at_ms)  # type: ignore[arg-type]
+    shared: ServerBudget | None = None  # one for all workers; None: each keeps a LocalBudget
+    if backend is not None and s.limiter != "local":
+        kind = SplitBudget if s.limiter == "split" else ServerBudget
+        shared = kind(backend, s.max_per_window, s.window_ms, s.crash_at_ms)
 
-    def producer() -> Iterator[simpy.Event]:
+    def producer() -> Generator[simpy.Event, Any, None]:
         for job, t in enumerate(t_arr.tolist()):
             if t > env.now:
                 yield env.timeout(t - env.now)
             broker.put(job_queue[job], t, job)
 
-    def worker(wid: int) -> Iterator[simpy.Event]:
+    def worker(wid: int) -> Generator[simpy.Event, Any, None]:
         budget: Any = shared if shared is not None else LocalBudget(s.max_per_window, s.window_ms)
         while True:
             now = int(env.now)
