@@ -89,14 +89,72 @@ def add_limit_options(
 
 
 # --- burst -----------------------------------------------------------------------------------
+def backend_spec(text: str) -> str:
+    from simulator.backends import BACKEND_SPECS
+
+    if text in ("fakeredis", "valkey", "cluster") or text.startswith(
+        ("redis://", "redis+cluster://")
+    ):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"unknown backend {text!r}; choose from {', '.join(BACKEND_SPECS)}"
+    )
+
+
+def add_backend_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--backend",
+        type=backend_spec,
+        default="fakeredis",
+        metavar="SPEC",
+        help="where the scripts run: fakeredis (default, simulated clock), valkey (starts an "
+        "embedded valkey-server on 127.0.0.1), cluster (starts a 3-master Valkey Cluster), "
+        "redis://HOST:PORT/DB or redis+cluster://HOST:PORT (a running server). On a real server "
+        "fixed_window, sliding_log and sliding_counter run on simulated time (their decisions do "
+        "not depend on the server's clock); echomq, whose window is the key's TTL, runs on real time",
+    )
+    p.add_argument(
+        "--max-realtime",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="longest real-time run accepted for echomq on a real server (default 10)",
+    )
+
+
+def _print_time_notes(algorithms: Sequence[str], backend: Any) -> None:
+    from simulator.realtime import time_note
+
+    if not backend.virtual_time:
+        for algorithm in algorithms:
+            print(time_note(algorithm, backend), file=sys.stderr)
+
+
 def cmd_burst(args: argparse.Namespace) -> int:
     from simulator.metrics import burst_summary
     from simulator.model import boundary_burst
+    from simulator.realtime import needs_real_time
+    from simulator.runs import open_backend
 
-    frames = [
-        boundary_burst(a, args.limit, args.window, args.first, args.second, args.per_burst)
-        for a in ALGORITHMS
-    ]
+    frames, skipped = [], []
+    span_s = max(args.first, args.second) + 0.001
+    with open_backend(args.backend) as backend:
+        _print_time_notes(list(ALGORITHMS), backend)
+        for a in ALGORITHMS:
+            if needs_real_time(backend, a) and span_s > args.max_realtime:
+                skipped.append(a)
+                continue
+            frames.append(
+                boundary_burst(
+                    a,
+                    args.limit,
+                    args.window,
+                    args.first,
+                    args.second,
+                    args.per_burst,
+                    None if backend.virtual_time else backend,  # a fresh fake server each
+                )
+            )
     summary = burst_summary(pd.concat(frames, ignore_index=True), round(args.window * 1000))
     n = args.limit if args.per_burst is None else args.per_burst
     print(
@@ -111,6 +169,12 @@ def cmd_burst(args: argparse.Namespace) -> int:
             f"{algorithm:<16} {int(row['admitted']):>5} of {int(row['requests']):<3}"
             f"{int(row['max_in_window']):>14}  ({row['ratio_to_limit']:.2f}x limit)"
         )
+    for algorithm in skipped:
+        print(
+            f"{algorithm:<16} skipped: on {args.backend} it runs on real time and this burst "
+            f"lasts {span_s:g} s (over --max-realtime {args.max_realtime:g}); try "
+            f"--window 0.5 --first 0.45 --second 0.55, or raise --max-realtime"
+        )
     return 0
 
 
@@ -119,32 +183,64 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from simulator.model import replay
+    from simulator.realtime import needs_real_time
+    from simulator.runs import DecisionCsv, open_backend
     from simulator.traces import read_trace
 
     trace = read_trace(args.trace, args.format)
     if trace.empty:
         raise UsageError(f"{args.trace}: the trace holds no requests")
-    with tqdm(
-        total=len(trace), unit="req", desc=f"replay {args.algorithm}", disable=None, file=sys.stderr
-    ) as bar:
-        frame = replay(
-            trace, args.algorithm, args.limit, round(args.window * 1000), on_progress=bar.update
-        )
-    columns = ["t_ms", "client", "allowed", "count", "limit", "remaining", "reset_ms"]
-    out = frame[[*columns, "retry_after_ms"]].copy()
-    out["allowed"] = out["allowed"].astype("int64")
-    out.insert(0, "line", range(1, len(out) + 1))
-    if args.out is None or str(args.out) == "-":
-        out.to_csv(sys.stdout, index=False)
-    else:
-        out.to_csv(args.out, index=False)
-    refused = out[out["allowed"] == 0]
+    t_ms = trace["t_ms"].to_numpy()
+    in_order = bool((t_ms[1:] >= t_ms[:-1]).all())
+    with open_backend(args.backend) as backend:
+        _print_time_notes([args.algorithm], backend)
+        span_s = (t_ms.max() - t_ms.min()) / 1000
+        if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
+            raise UsageError(
+                f"{args.algorithm} on {args.backend} runs on real time and this trace spans "
+                f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "
+                "fakeredis, or raise --max-realtime"
+            )
+        sink = DecisionCsv(args.out, in_order)
+        complete = False
+        try:
+            with tqdm(
+                total=len(trace),
+                unit="req",
+                desc=f"replay {args.algorithm}",
+                disable=None,
+                file=sys.stderr,
+            ) as bar:
+                frame = replay(
+                    trace,
+                    args.algorithm,
+                    args.limit,
+                    round(args.window * 1000),
+                    backend,
+                    on_progress=bar.update,
+                    pipeline=args.pipeline,
+                    on_rows=sink,
+                )
+            complete = True
+        except (BackendError, ScriptError) as exc:
+            sink.close(complete)
+            where = "standard output" if sink.path is None else str(sink.path)
+            raise type(exc)(f"{exc}; the {sink.written} decisions made are in {where}") from exc
+        finally:
+            sink.close(complete)
+    refused = frame[~frame["allowed"]]
     print(
-        f"{args.algorithm}: {len(out) - len(refused)} of {len(out)} admitted, "
-        f"{len(refused)} refused, {refused['client'].nunique()} of {out['client'].nunique()} "
+        f"{args.algorithm}: {len(frame) - len(refused)} of {len(frame)} admitted, "
+        f"{len(refused)} refused, {refused['client'].nunique()} of {frame['client'].nunique()} "
         f"clients refused at least once" + (f"; wrote {args.out}" if args.out else ""),
         file=sys.stderr,
     )
+    if frame.attrs.get("server_clock_safe") is False:
+        print(
+            f"warning: {args.algorithm} on {args.backend}: the replay ran slower than real "
+            "time over less than a window; server-side expiry may have changed decisions",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -166,10 +262,13 @@ CHART_JOBS: list[str] = [
     "simulator.cli:burst_charts",
     "simulator.charts_accuracy:write_charts",
     "simulator.charts_queue:write_charts",
+    "simulator.charts_memory:memory_charts",
 ]
 
 #: Modules that add their own subcommands through a ``register(subparsers)`` function.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "simulator.cli_memory",
+]
 
 
 def _resolve(spec: str) -> Any:
@@ -234,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="requests in each burst (default: the limit)",
     )
+    add_backend_options(p)
     p.set_defaults(func=cmd_burst)
 
     p = sub.add_parser(
@@ -263,7 +363,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="FILE",
-        help="output CSV (default: standard output)",
+        help="output CSV (default: standard output), written as the replay goes: if it stops "
+        "early, every decision made so far is in it",
+    )
+    add_backend_options(p)
+    p.add_argument(
+        "--pipeline",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="on a real server, requests sent per pipeline (default 1000; 1 = one round trip "
+        "per decision); decisions are the same either way",
     )
     p.set_defaults(func=cmd_replay)
 

@@ -49,12 +49,19 @@ def run_id_for(*parts: object) -> str:
 
 
 def _stopped(
-    exc: BackendError | ScriptError, backend: Backend, t_ms: int, t0: int, done: int, total: int
+    exc: BackendError | ScriptError,
+    backend: Backend,
+    t_ms: int,
+    t0: int,
+    done: int,
+    total: int | None = None,
 ) -> BackendError | ScriptError:
     """The same error, saying where the run stopped and how much of it was decided."""
     where = f"at simulated t_ms={t_ms} ({(t_ms - t0) / 1000:.3f} s into the run)"
     kind = type(exc)
-    error = kind(f"{exc}; stopped {where} after {done} of {total} decisions on {backend.name}")
+    said = str(exc).rstrip(". ")
+    of = "" if total is None else f" of {total}"
+    error = kind(f"{said}; stopped {where} after {done}{of} decisions on {backend.name}")
     error.decided = done  # type: ignore[attr-defined]
     return error
 
@@ -100,7 +107,7 @@ def simulate(
     try:
         env.run(until=scenario.duration_ms)
     except (BackendError, ScriptError) as exc:
-        raise _stopped(exc, backend, math.floor(env.now), 0, len(log), len(log) + 1) from exc
+        raise _stopped(exc, backend, math.floor(env.now), 0, len(log)) from exc
     frame = log.frame()
     if realtime:
         frame.attrs["late_ms"] = late

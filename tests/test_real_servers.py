@@ -1,0 +1,190 @@
+"""The same scripts on a real Valkey: same decisions as on the fake server, pipelined or not.
+
+Every test here talks to an embedded valkey-server the module starts itself (127.0.0.1, a
+temp dir) and stops at the end; a check at teardown makes sure no server was left running.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simulator.backends import BackendError, RedisBackend, ScriptError, make_backend
+from simulator.limiters import ALGORITHMS
+from simulator.model import replay, simulate
+from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
+from simulator.scenario import ConstantRate, Poisson, Polite, Scenario
+from simulator.servers import EmbeddedValkey
+
+DECISION = [
+    "client",
+    "t_ms",
+    "allowed",
+    "count",
+    "limit",
+    "remaining",
+    "reset_ms",
+    "retry_after_ms",
+]
+
+
+def valkey_children() -> set[int]:
+    """PIDs of valkey-server processes whose parent is this test process."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :]
+        if name.startswith("valkey-server") and int(rest.split()[1]) == os.getpid():
+            found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_server_left_behind():
+    before = valkey_children()
+    yield
+    assert valkey_children() <= before, "a valkey-server started here outlived its tests"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with EmbeddedValkey() as s:
+        yield s
+
+
+@pytest.fixture
+def valkey(server):
+    backend = RedisBackend(server.client(), "valkey")
+    backend.client.flushdb()
+    yield backend
+    backend.close()
+
+
+def random_trace(seed: int, n: int = 1500, clients: int = 12, span_ms: int = 4000) -> pd.DataFrame:
+    """Clustered arrivals: bursts in one millisecond, gaps across window edges."""
+    rng = np.random.default_rng(seed)
+    t_ms = np.sort(rng.integers(0, span_ms, n))
+    t_ms[rng.random(n) < 0.3] = t_ms[0]  # many ties at the start
+    who = rng.integers(0, clients, n)
+    return pd.DataFrame({"t_ms": rng.permutation(t_ms), "client": [f"user {c}" for c in who]})
+
+
+def test_which_algorithms_depend_on_server_time():
+    assert set(SERVER_TIME_FREE) | set(SERVER_TIME_BOUND) == set(ALGORITHMS)
+    assert SERVER_TIME_BOUND == ("echomq",)
+    assert all(not ALGORITHMS[a].uses_server_time for a in SERVER_TIME_FREE)
+
+
+def test_time_notes_say_which_clock(valkey):
+    assert "REAL TIME" in time_note("echomq", valkey)
+    for algorithm in SERVER_TIME_FREE:
+        assert "do not depend on the server's clock" in time_note(algorithm, valkey)
+
+
+@pytest.mark.parametrize("algorithm", SERVER_TIME_FREE)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_replay_on_valkey_equals_fakeredis(valkey, algorithm, seed):
+    trace = random_trace(seed)
+    window_ms = [250, 1000, 1500][seed - 1]
+    expected = replay(trace, algorithm, 5, window_ms)
+    for pipeline in (None, 1, 7):  # default pipelines, one round trip each, an odd batch size
+        valkey.client.flushdb()
+        got = replay(trace, algorithm, 5, window_ms, valkey, pipeline=pipeline)
+        assert got.attrs.get("server_clock_safe", True)
+        pd.testing.assert_frame_equal(got[DECISION], expected[DECISION])
+    assert 0 < expected["allowed"].sum() < len(trace)
+
+
+@pytest.mark.parametrize("algorithm", SERVER_TIME_FREE)
+def test_simulation_on_valkey_equals_fakeredis(valkey, algorithm):
+    clients = (Poisson("p", 40.0), Polite("q", 30.0), ConstantRate("", 25.0, start_ms=3.5))
+    scenario = Scenario(algorithm, 4, 200, 3000.0, clients, seed=5)
+    pd.testing.assert_frame_equal(simulate(scenario, valkey), simulate(scenario))
+
+
+def test_pipelined_replay_keeps_every_decision_of_one_by_one(valkey):
+    trace = random_trace(9, n=5000, clients=300, span_ms=800)
+    one = replay(trace, "sliding_log", 3, 300, valkey, pipeline=1)
+    valkey.client.flushdb()
+    seen: list[int] = []
+    piped = replay(
+        trace, "sliding_log", 3, 300, valkey, on_rows=lambda r: seen.extend(p for p, *_ in r)
+    )
+    pd.testing.assert_frame_equal(piped, one)
+    assert sorted(seen) == list(range(len(trace)))
+
+
+def test_echomq_on_real_time_agrees_within_tolerance(valkey):
+    """echomq's window is the counter's TTL: on Valkey it runs on real time.
+
+    Requests come every 50 ms per client and the window is 425 ms, so in the simulated run every
+    request is 25 ms away from the end of a window. Timing tolerance: a request sent less than
+    20 ms late (measured) must get the decision the simulated run gave, and its reset_ms may
+    differ by at most 20 ms.
+    """
+    tolerance_ms = 20
+    clients = (ConstantRate("q1", 20.0), ConstantRate("q2", 20.0, start_ms=10.0))
+    scenario = Scenario("echomq", 3, 425, 1800.0, clients)
+    expected = simulate(scenario)
+    got = simulate(scenario, valkey)
+    assert len(got) == len(expected) and got.attrs["late_ms"]
+    on_time = np.abs(np.asarray(got.attrs["late_ms"])) < tolerance_ms
+    assert on_time.mean() >= 0.9, "the machine was too busy to keep real time"
+    a, b = got[on_time], expected[on_time]
+    assert (a["allowed"].to_numpy() == b["allowed"].to_numpy()).all()
+    assert (np.abs(a["reset_ms"].to_numpy() - b["reset_ms"].to_numpy()) <= tolerance_ms).all()
+    assert 0 < expected["allowed"].sum() < len(expected)
+
+
+def test_script_error_names_script_and_key(valkey):
+    trace = random_trace(4, n=3000, clients=20)
+    order = np.argsort(trace["t_ms"].to_numpy(), kind="stable")
+    first = next(i for i, p in enumerate(order) if trace["client"].iloc[p] == "user 7")
+    for pipeline in (None, 1):
+        valkey.client.flushdb()
+        valkey.client.set("rl:sl:{user%207}", "not a sorted set")
+        rows: list = []
+        with pytest.raises(ScriptError) as err:
+            replay(trace, "sliding_log", 5, 1000, valkey, pipeline=pipeline, on_rows=rows.extend)
+        message = str(err.value)
+        assert "script sliding_log" in message and "rl:sl:{user%207}" in message
+        assert "WRONGTYPE" in message and "t_ms=" in message
+        assert len(rows) == first  # every decision before the failing request was handed over
+
+
+def test_expiry_watch_flags_a_slow_run(monkeypatch):
+    wall = [0.0]
+    monkeypatch.setattr("simulator.realtime.time.monotonic", lambda: wall[0])
+    watch = ExpiryWatch(100)
+    for t_ms, wall_s in [(0, 0.0), (50, 0.04), (120, 0.09), (200, 0.15)]:
+        wall[0] = wall_s
+        watch.start(t_ms)
+        watch.end(t_ms)
+    assert watch.safe  # 100 ms of trace never took 100 ms of wall time
+    wall[0] = 0.26
+    watch.start(210)
+    watch.end(210)  # (120, 210] took 170 ms
+    assert not watch.safe
+
+
+def test_make_backend_specs(server):
+    with make_backend(server.url) as backend:
+        assert not backend.virtual_time and backend.server is None
+        assert "server at 127.0.0.1" in backend.describe()
+    assert server.client().ping()  # a server it did not start is left running
+    with make_backend("valkey") as backend:
+        pid = backend.server.pid
+        assert f"pid {pid}" in backend.describe()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(BackendError, match="redis://127.0.0.1:1/0"):
+        make_backend("redis://127.0.0.1:1/0")
+    with pytest.raises(ValueError, match="unknown backend 'memcached'"):
+        make_backend("memcached")
