@@ -60,6 +60,10 @@ class ScriptError(RuntimeError):
     """A script failed on the server; the message names the script and its keys."""
 
 
+#: What a redis-py client raises (the cluster client's own errors do not derive from RedisError).
+_SERVER_ERRORS = (redis.exceptions.RedisError, redis.exceptions.RedisClusterException, OSError)
+
+
 def script_error(script: Script, keys: Sequence[str], exc: BaseException) -> ScriptError:
     error = ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}")
     error.__cause__ = exc
@@ -106,7 +110,7 @@ class Backend:
             return self.call(script, keys, args)
         except redis.exceptions.ResponseError as exc:
             raise ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}") from exc
-        except (redis.exceptions.RedisError, OSError) as exc:
+        except _SERVER_ERRORS as exc:
             if _is_backend_failure(exc):
                 raise BackendError(f"backend {self.name} failed: {exc}") from exc
             raise script_error(script, keys, exc) from exc
@@ -195,7 +199,7 @@ class RedisBackend(Backend):
             return
         try:
             self.load_scripts()
-        except (redis.exceptions.RedisError, OSError) as exc:
+        except _SERVER_ERRORS as exc:
             self.close()
             raise BackendError(f"backend {self.name}: cannot load the scripts: {exc}") from exc
 
@@ -231,7 +235,7 @@ class RedisBackend(Backend):
         in_flight: deque[Sequence[Call]] = deque()
         try:
             conn = pool.get_connection()
-        except (redis.exceptions.RedisError, OSError) as exc:
+        except _SERVER_ERRORS as exc:
             raise BackendError(f"backend {self.name} failed: {exc}") from exc
         try:
             conn.connect()
@@ -248,7 +252,7 @@ class RedisBackend(Backend):
             while in_flight:
                 done = in_flight.popleft()
                 yield self._settle(done, replies.read(len(done)))
-        except (redis.exceptions.RedisError, OSError) as exc:
+        except _SERVER_ERRORS as exc:
             in_flight.append(())  # the connection's state is unknown now
             raise BackendError(f"backend {self.name} failed: {exc}") from exc
         finally:
@@ -274,7 +278,7 @@ class ClusterBackend(Backend):
         self._nodes: dict[str, RedisBackend] = {}
         try:
             self.load_scripts()  # redis-py sends SCRIPT LOAD to every primary
-        except (redis.exceptions.RedisError, OSError) as exc:
+        except _SERVER_ERRORS as exc:
             self.close()
             raise BackendError(f"backend {self.name}: cannot load the scripts: {exc}") from exc
 
@@ -302,7 +306,7 @@ class ClusterBackend(Backend):
                 for i, (_script, keys, _args) in enumerate(batch):
                     node = self._node_backend(keys[0])
                     parts.setdefault(node.name, (node, []))[1].append(i)
-            except (redis.exceptions.RedisError, OSError) as exc:
+            except _SERVER_ERRORS as exc:
                 raise BackendError(f"backend {self.name} failed: {exc}") from exc
             replies: list[Any] = [None] * len(batch)
             for node, positions in parts.values():
@@ -341,7 +345,7 @@ def make_backend(spec: str = "fakeredis") -> Backend:
             return RedisBackend(open_url(spec, retry=_no_retry()), spec)
         if spec.startswith("redis+cluster://"):
             return ClusterBackend(open_url(spec, retry=_no_retry()), spec)
-    except (RuntimeError, redis.exceptions.RedisError, OSError) as exc:
+    except (RuntimeError, *_SERVER_ERRORS) as exc:
         if isinstance(exc, BackendError):
             raise
         raise BackendError(f"backend {spec}: {exc}") from exc

@@ -1,0 +1,124 @@
+"""Every script on a real 3-master Valkey Cluster, and why the keys carry hash tags.
+
+A script may only touch keys of one slot. The limiters put every key of one decision under the
+client's hash tag, so any client id - braces, colons, spaces, unicode, the empty string - keeps
+its keys together; the same two-key script with untagged keys is refused with CROSSSLOT.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis.cluster import key_slot
+from test_real_servers import DECISION, no_server_left_behind, random_trace  # noqa: F401
+
+from simulator.backends import BackendError, ClusterBackend, ScriptError
+from simulator.limiters import ALGORITHMS, EchoMQ
+from simulator.model import replay
+from simulator.realtime import SERVER_TIME_FREE
+from simulator.scripts import load
+from simulator.servers import EmbeddedCluster
+
+TRICKY = ["", "{", "}", "{}", "a}b{c", ":", "user:1", "a b", "ünï©ødé", "🙂", "%", "%25", "{x}"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with EmbeddedCluster() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def backend(cluster):
+    b = ClusterBackend(cluster.client(), "cluster")
+    yield b
+    b.close()
+
+
+def slots(keys) -> set[int]:
+    return {key_slot(k.encode()) for k in keys}
+
+
+client_ids = st.one_of(st.sampled_from(TRICKY), st.text(max_size=12))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(client=client_ids, now_ms=st.integers(0, 10**12))
+def test_every_script_runs_in_one_slot(backend, client, now_ms):
+    for name, cls in ALGORITHMS.items():
+        limiter = cls(backend, 3, 1000)
+        script, keys, args = limiter.call(client, now_ms)
+        assert len(slots(keys)) == 1, (name, keys)
+        decision = limiter.decide(client, now_ms)
+        assert decision.limit == 3
+    ttl = EchoMQ(backend, 3, 1000).rate_limit_ttl(client, now_ms)  # the echomq_ttl script
+    assert ttl >= 0
+
+
+def test_tags_spread_clients_over_all_nodes(cluster, backend):
+    owners = {backend.client.get_node_from_key(f"{{{c}}}").name for c in range(50)}
+    assert len(owners) == len(cluster.nodes)
+
+
+@pytest.mark.parametrize("algorithm", SERVER_TIME_FREE)
+def test_pipelined_replay_on_cluster_equals_fakeredis(backend, algorithm):
+    trace = random_trace(11, n=2000, clients=40)
+    trace["client"] = [TRICKY[int(c.split()[1]) % len(TRICKY)] + c for c in trace["client"]]
+    backend.client.flushall()
+    expected = replay(trace, algorithm, 4, 500)
+    for pipeline in (None, 1):
+        backend.client.flushall()
+        got = replay(trace, algorithm, 4, 500, backend, pipeline=pipeline)
+        pd.testing.assert_frame_equal(got[DECISION], expected[DECISION])
+    sizes = [n.redis_connection.dbsize() for n in backend.client.get_primaries()]
+    assert all(size > 0 for size in sizes), sizes  # the keys landed on every node
+
+
+def test_untagged_keys_fail_with_crossslot(cluster, backend):
+    """sliding_counter reads two keys: tagged they share a slot, untagged they do not."""
+    script = load("sliding_counter")
+    args = (125_000, 1000, 10)
+    tagged = ALGORITHMS["sliding_counter"](backend, 10, 1000).keys("alice", 125_000)
+    untagged = [k.replace("{alice}", "alice") for k in tagged]
+    assert len(slots(tagged)) == 1 and len(slots(untagged)) == 2
+
+    # Through the cluster client: redis-py refuses before sending anything.
+    with pytest.raises(redis.exceptions.RedisClusterException, match="same key slot"):
+        backend.client.evalsha(script.sha, 2, *untagged, *args)
+    with pytest.raises(ScriptError, match="sliding_counter"):
+        backend.call(script, untagged, args)
+
+    # Straight to the node that owns the first key: the server itself says CROSSSLOT.
+    node = backend.client.get_node_from_key(untagged[0]).redis_connection
+    with pytest.raises(redis.exceptions.ClusterCrossSlotError, match="same slot"):
+        node.evalsha(script.sha, 2, *untagged, *args)
+    owner = backend.client.get_node_from_key(tagged[0]).redis_connection
+    assert owner.evalsha(script.sha, 2, *tagged, *args)[0] == 1
+
+
+def test_killed_node_stops_the_replay_with_a_clear_message():
+    trace = random_trace(12, n=6000, clients=60, span_ms=3000)
+    with EmbeddedCluster() as cluster:
+        backend = ClusterBackend(cluster.client(), "cluster")
+        done: list = []
+
+        def on_rows(rows):
+            done.extend(rows)
+            if len(done) >= 2000:
+                cluster.kill_node(1)
+
+        with pytest.raises(BackendError) as err:
+            replay(trace, "fixed_window", 5, 1000, backend, pipeline=500, on_rows=on_rows)
+        backend.close()
+    message = str(err.value)
+    assert "cluster" in message and "t_ms=" in message
+    assert f"after {len(done)} of 6000 decisions" in message
+    expected = replay(trace, "fixed_window", 5, 1000)
+    t_sorted = expected.iloc[np.argsort(expected["t_ms"].to_numpy(), kind="stable")]
+    assert [d.allowed for *_, d in done] == t_sorted["allowed"].tolist()[: len(done)]
