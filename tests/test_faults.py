@@ -1,0 +1,184 @@
+"""When the server dies: one clear message, every decision made already on disk, exit status 1.
+
+The command line is driven as a user would drive it, in a subprocess. It announces the server
+it started (``backend valkey: valkey-server pid N ...`` on stderr); the test kills that pid in
+the middle of the replay, as a crash would, and checks what the user is left with.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from test_real_servers import no_server_left_behind  # noqa: F401
+
+from simulator.backends import BackendError, RedisBackend
+from simulator.clients import register_process
+from simulator.model import simulate
+from simulator.reference import REFERENCES
+from simulator.scenario import ClientSpec, ConstantRate, Scenario
+from simulator.servers import EmbeddedValkey
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT, WINDOW_S = 5, 60
+
+
+def write_trace(path: Path, n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    trace = pd.DataFrame(
+        {"t_ms": np.sort(rng.integers(0, n // 20, n)), "client": rng.integers(0, 500, n)}
+    )
+    trace["client"] = "c" + trace["client"].astype(str)
+    trace.to_csv(path, index=False)
+    return trace
+
+
+def expected_allowed(trace: pd.DataFrame, algorithm: str, rows: int) -> list[int]:
+    """The oracle's decisions for the first ``rows`` requests (the trace is in time order)."""
+    ref = REFERENCES[algorithm](LIMIT, WINDOW_S * 1000)
+    head = trace.head(rows)
+    return [
+        int(ref.decide(c, t).allowed) for t, c in zip(head["t_ms"], head["client"], strict=True)
+    ]
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def rows_on_disk(path: Path) -> int:
+    try:
+        return max(0, path.read_bytes().count(b"\n") - 1)
+    except FileNotFoundError:
+        return 0
+
+
+def start_replay(tmp_path: Path, *extra: str, n: int = 400_000):
+    trace_csv, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
+    trace = write_trace(trace_csv, n)
+    args = ["replay", str(trace_csv), "--algorithm", "sliding_log", "--limit", str(LIMIT)]
+    args += ["--window", str(WINDOW_S), "--backend", "valkey", "--out", str(out_csv), *extra]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator", *args],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "TQDM_DISABLE": "1"},
+    )
+    assert proc.stderr is not None
+    status = proc.stderr.readline()
+    match = re.match(r"backend valkey: valkey-server pid (\d+) on 127\.0\.0\.1:\d+/0", status)
+    assert match, status
+    return proc, int(match.group(1)), trace, out_csv
+
+
+def wait_for_rows(proc: subprocess.Popen, out_csv: Path, rows: int) -> None:
+    deadline = time.monotonic() + 120
+    while rows_on_disk(out_csv) < rows:
+        assert proc.poll() is None, "the replay ended before the server could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("pipeline", [[], ["--pipeline", "1"]], ids=["pipelined", "one-by-one"])
+def test_server_killed_mid_replay(tmp_path, pipeline):
+    proc, pid, trace, out_csv = start_replay(tmp_path, *pipeline)
+    wait_for_rows(proc, out_csv, 2000)
+    os.kill(pid, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    assert "Traceback" not in stderr
+    failures = [line for line in stderr.splitlines() if "failed:" in line]
+    assert len(failures) == 1, stderr
+    message = failures[0]
+    assert "backend valkey failed" in message and "stopped at simulated t_ms=" in message
+    done = int(re.search(r"after (\d+) of 400000 decisions", message).group(1))
+    assert f"the {done} decisions made are in {out_csv}" in message
+
+    out = pd.read_csv(out_csv)
+    assert len(out) == done >= 2000
+    assert out["line"].tolist() == list(range(1, done + 1))
+    assert out["allowed"].tolist() == expected_allowed(trace, "sliding_log", done)
+    t_reached = int(re.search(r"t_ms=(\d+)", message).group(1))
+    assert t_reached == trace["t_ms"].iloc[done]  # the first request left undecided
+    assert pid_gone(pid)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupted_replay_stops_its_server(tmp_path, sig):
+    proc, pid, trace, out_csv = start_replay(tmp_path, n=200_000)
+    wait_for_rows(proc, out_csv, 1000)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
+    deadline = time.monotonic() + 10
+    while not pid_gone(pid):  # stopped on the way out, not left behind
+        assert time.monotonic() < deadline, f"valkey-server {pid} outlived the program"
+        time.sleep(0.01)
+    out = pd.read_csv(out_csv)
+    assert out["allowed"].tolist() == expected_allowed(trace, "sliding_log", len(out))
+
+
+def test_script_error_on_a_url_backend(tmp_path):
+    trace_csv = tmp_path / "trace.csv"
+    trace_csv.write_text("t_ms,client\n0,alice\n1,bob\n2,alice\n")
+    with EmbeddedValkey() as server:
+        server.client().set("rl:fw:{bob}:0", "not a counter")
+        args = ["replay", str(trace_csv), "--algorithm", "fixed_window", "--limit", "5"]
+        args += ["--window", "1", "--backend", server.url, "--out", str(tmp_path / "o.csv")]
+        out = subprocess.run(
+            [sys.executable, "-m", "simulator", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert server.client().ping()  # a server the program did not start is left alone
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "script fixed_window failed on keys ['rl:fw:{bob}:0']" in out.stderr
+    assert "after 1 of 3 decisions" in out.stderr
+    assert pd.read_csv(tmp_path / "o.csv")["client"].tolist() == ["alice"]
+
+
+@dataclass(frozen=True)
+class Crash(ClientSpec):
+    """Test-only client: kills the server at ``at_ms`` of simulated time."""
+
+    at_ms: float = 0.0
+
+
+def test_server_killed_mid_simulation():
+    with EmbeddedValkey() as server:
+
+        def crash(env, spec, ask, rng):
+            yield env.timeout(spec.at_ms)
+            server.kill()
+
+        register_process(Crash, crash)
+        backend = RedisBackend(server.client(retry=Retry(NoBackoff(), 0)), "valkey")
+        rows: list = []
+        scenario = Scenario(
+            "fixed_window", 3, 1000, 10_000.0, (ConstantRate("a", 100.0), Crash("x", 2500.5))
+        )
+        with pytest.raises(BackendError) as err:
+            simulate(scenario, backend, on_rows=rows.extend)
+        backend.close()
+    message = str(err.value)
+    assert "backend valkey failed" in message and "t_ms=2510" in message
+    assert f"after {len(rows)} decisions" in message and len(rows) == 251
