@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from simulator.accuracy import bench_accuracy
 from simulator.backends import FakeRedisBackend
+from simulator.bench_servers import bench_servers
 from simulator.limiters import ALGORITHMS
 from simulator.model import simulate
 from simulator.queue_studies import bench_telemetry
@@ -98,4 +99,5 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "clock": bench_clock,
     "accuracy": bench_accuracy,
     "telemetry": bench_telemetry,
+    "servers": bench_servers,
 }
