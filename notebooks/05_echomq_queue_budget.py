@@ -45,6 +45,8 @@ import pandas as pd
 from simulator import charts_queue, queue_studies, telemetry
 from simulator.queue_budget import run
 
+# %matplotlib inline
+
 FULL = SIZE == "full"
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
@@ -80,7 +82,7 @@ queue_studies.job_summary(pad.jobs).join(
 )
 
 # %%
-fig = charts_queue.basic_figure(pad)
+charts_queue.basic_figure(pad)
 
 # %% [markdown]
 # **What it means.** The budget holds: 10 per window, whatever the demand. The price is paid by
@@ -131,7 +133,7 @@ glob = queue_studies.global_vs_local(FULL)
 queue_studies.window_table(glob)
 
 # %%
-fig = charts_queue.global_vs_local_figure(glob)
+charts_queue.global_vs_local_figure(glob)
 
 # %% [markdown]
 # **What it means.** Every local counter obeys its own `max` - column `most_per_budget_window` is
@@ -157,7 +159,7 @@ fair_table = queue_studies.fairness_table(fair.jobs)
 fair_table
 
 # %%
-fig = charts_queue.fairness_figure(fair_table)
+charts_queue.fairness_figure(fair_table)
 
 # %% [markdown]
 # **What it means.** Quiet rooms: a p50 of seconds and a share dropped as stale behind the
@@ -185,7 +187,7 @@ crashed = queue_studies.crash(FULL)
 queue_studies.crash_table(crashed)
 
 # %%
-fig = charts_queue.crash_figure(crashed)
+charts_queue.crash_figure(crashed)
 
 # %% [markdown]
 # The counter's windows show it: after the crash the split run has one window that never ends

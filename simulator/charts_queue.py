@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import queue_studies as qs
-from simulator.charts import PALETTE, save
+from simulator.charts import PALETTE, save, subplots
 from simulator.queue_budget import QueueRun
 
 __all__ = [
@@ -43,7 +43,7 @@ DESIGN_COLOURS = {"shared": PALETTE["fixed_window"], "per_room": PALETTE["slidin
 DESIGN_LABELS = {"shared": "one shared queue + budget", "per_room": "one queue + budget per room"}
 
 
-def _step(ax: plt.Axes, part: pd.DataFrame, window_s: float, **style: object) -> None:
+def _step(ax: Axes, part: pd.DataFrame, window_s: float, **style: object) -> None:
     """Admitted per window as a step line that covers the last window too."""
     x = np.append(part["start_s"].to_numpy(dtype="float64"), part["start_s"].max() + window_s)
     y = np.append(part["admitted"].to_numpy(dtype="float64"), part["admitted"].iloc[-1])
@@ -57,7 +57,7 @@ def basic_figure(pad: QueueRun) -> Figure:
     per = qs.admitted_per_window(exact, s.window_ms, s.duration_ms)
     jobs = pad.jobs[pad.jobs["label"].str.endswith("defer_pad_ms=0")]
     waste = qs.dequeue_summary(pad.dequeues)
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, (a, b, c) = subplots(1, 3, figsize=(15, 4.4))
     colour = PALETTE["echomq"]
     a.bar(per["start_s"], per["admitted"], width=0.8 * s.window_ms / 1000, color=colour)
     a.axhline(s.max_per_window, color="black", ls="--", lw=1, label=f"max ({s.max_per_window})")
@@ -95,7 +95,7 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
     s = result.scenario
     per = qs.admitted_per_window(result.dequeues, s.window_ms, s.duration_ms)
     ks = sorted(per["workers"].unique())
-    fig, axes = plt.subplots(1, len(ks), figsize=(4 * len(ks), 4), sharey=True, squeeze=False)
+    fig, axes = subplots(1, len(ks), figsize=(4 * len(ks), 4), sharey=True, squeeze=False)
     top = per["admitted"].max() * 1.15
     for ax, k in zip(axes[0], ks, strict=True):
         for limiter, lw in (("local", 2), ("server", 3)):
@@ -134,7 +134,7 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
 
 def fairness_figure(table: pd.DataFrame) -> Figure:
     """p50 and p99 latency of quiet rooms and the flood room, in both designs (log scale)."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = subplots(1, 3, figsize=(15, 4.4))
     kinds = ["quiet", "flood"]
     x = np.arange(len(kinds))
     width = 0.38
@@ -171,7 +171,7 @@ def crash_figure(result: QueueRun) -> Figure:
     """Admitted per window when a worker dies inside the admit step, atomic vs split."""
     s = result.scenario
     per = qs.admitted_per_window(result.dequeues, s.window_ms, s.duration_ms)
-    fig, ax = plt.subplots(figsize=(10, 4))
+    fig, ax = subplots(figsize=(10, 4))
     for limiter, ls in (("server", "-"), ("split", "--")):
         part = per[per["limiter"] == limiter]
         _step(
