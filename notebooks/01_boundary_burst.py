@@ -30,6 +30,7 @@ FIRST_S = 59.0  # second of the first burst
 SECOND_S = 61.0  # second of the second burst
 
 # %%
+# %matplotlib inline
 import pandas as pd
 
 from simulator import charts, metrics
