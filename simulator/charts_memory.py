@@ -1,0 +1,210 @@
+"""Charts of the memory tables: bytes per user, the total at 5 million users, the encoding cliff
+and the big key.
+
+Every chart is drawn from the tables ``python -m simulator memory`` committed under ``data/``, so
+redrawing them needs no server. Colours and names come from :mod:`simulator.charts`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from simulator.charts import LABELS, PALETTE, save, subplots
+from simulator.memory import TARGET_USERS, read_tables
+
+__all__ = ["per_user_figure", "encoding_cliff_figure", "bigkey_figure", "memory_charts"]
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+
+
+def _layout_label(row: pd.Series) -> str:
+    ids = f", {row['id_format']} ids" if row["id_format"] else ""
+    return f"{LABELS[row['algorithm']]}: {row['state']}, {row['limit']:,}/min{ids}"
+
+
+def per_user_figure(per_user: pd.DataFrame) -> Figure:
+    """Bytes per user (log scale) and the total at 5M users, one bar per layout."""
+    t = per_user.iloc[::-1].reset_index(drop=True)
+    y = np.arange(len(t))
+    colours = [PALETTE[a] for a in t["algorithm"]]
+    fig, (left, right) = subplots(1, 2, figsize=(14, 0.5 * len(t) + 2.2), sharey=True)
+    left.barh(y, t["bytes_per_user_used_memory"], color=colours)
+    left.scatter(t["memory_usage_bytes_per_user"], y, color="black", marker="|", s=200, zorder=3)
+    left.set_xscale("log")
+    left.set_yticks(y, [_layout_label(r) for _, r in t.iterrows()], fontsize=8)
+    left.set_xlabel("bytes per user (log scale): bar = used_memory growth, | = MEMORY USAGE")
+    for yi, v in zip(y, t["bytes_per_user_used_memory"], strict=True):
+        left.text(v * 1.08, yi, f"{v:,.0f} B", va="center", fontsize=8)
+    extrapolated = t["total_at_5m_source"] != "measured"
+    right.barh(
+        y,
+        t["total_at_5m_bytes"] / 1e9,
+        xerr=t["total_at_5m_error_bytes"] / 1e9,
+        color=colours,
+        hatch=["//" if e else "" for e in extrapolated],
+        edgecolor="white",
+    )
+    right.set_xscale("log")
+    right.set_xlabel(f"total at {TARGET_USERS / 1e6:g}M users (GB, log scale)")
+    for yi, v, e, n in zip(
+        y, t["total_at_5m_bytes"] / 1e9, extrapolated, t["users_measured"], strict=True
+    ):
+        note = f"extrapolated from {n:,} users" if e else "measured"
+        right.text(v * 1.08, yi, f"{v:,.2f} GB ({note})", va="center", fontsize=8)
+    right.legend(
+        handles=[
+            Patch(color="grey", label="measured"),
+            Patch(color="grey", hatch="//", label="extrapolated (line fit)"),
+        ],
+        loc="lower right",
+        fontsize=8,
+        frameon=False,
+    )
+    steady = per_user[(per_user["state"] == "steady") & (per_user["limit"] == 100)]
+    by = steady.groupby("algorithm")["bytes_per_user_used_memory"].min()
+    version = per_user["server_version"].iloc[0]
+    fig.suptitle(
+        f"100 requests/min per user: the sliding log costs {by['sliding_log'] / by['fixed_window']:.0f}x "
+        f"a fixed-window counter per user (Valkey {version}, used_memory growth)",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
+    """Bytes per log entry and time per decision as the log grows past the listpack limit."""
+    threshold = int(sweep["zset_max_listpack_entries"].iloc[0])
+    colour = PALETTE["sliding_log"]
+    fig, (left, right) = subplots(1, 2, figsize=(13, 4.4))
+    for enc, marker in (("zset:listpack", "o"), ("zset:skiplist", "s")):
+        s = sweep[sweep["encoding"] == enc]
+        left.plot(s["entries"], s["bytes_per_entry"], marker=marker, color=colour, label=enc)
+    left.axvline(threshold + 0.5, color="black", ls="--", lw=1)
+    left.text(
+        threshold * 1.1,
+        left.get_ylim()[1] * 0.9,
+        f"zset-max-listpack-entries = {threshold}",
+        fontsize=8,
+    )
+    left.set_xscale("log")
+    left.set_ylim(bottom=0)
+    left.set_xlabel("entries in the log (log scale)")
+    left.set_ylabel("MEMORY USAGE / entries (bytes per entry)")
+    below = sweep[sweep["entries"] == threshold]["bytes_per_entry"]
+    above = sweep[sweep["entries"] == threshold + 1]["bytes_per_entry"]
+    jump = (
+        f" ({float(below.iloc[0]):.0f} -> {float(above.iloc[0]):.0f} B)"
+        if len(below) and len(above)
+        else ""
+    )
+    left.set_title(f"One entry past {threshold} the log's bytes per entry jump{jump}", fontsize=10)
+    left.legend(fontsize=8, frameon=False)
+    right.plot(
+        sweep["entries"],
+        sweep["server_us_per_decision"],
+        marker="o",
+        color=colour,
+        label="steady: one in, one out",
+    )
+    right.plot(
+        sweep["entries"],
+        sweep["server_us_after_pause"],
+        marker="^",
+        color=colour,
+        ls=":",
+        label="after a pause: the whole log dropped",
+    )
+    right.axvline(threshold + 0.5, color="black", ls="--", lw=1)
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("entries in the log (log scale)")
+    right.set_ylabel("server time per decision (µs, log scale)")
+    right.set_title(
+        "Steady decisions stay cheap; the one after a pause grows with the log", fontsize=10
+    )
+    right.legend(fontsize=8, frameon=False)
+    fig.suptitle(
+        "The sliding log's encoding cliff (a sorted set: listpack, then skiplist + hash table)",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
+    """Bytes per user and server time per decision at login-, interview- and API-sized limits."""
+    limits = sorted(bigkey["limit"].unique())
+    algorithms = [
+        a
+        for a in ("sliding_log", "fixed_window", "sliding_counter")
+        if a in set(bigkey["algorithm"])
+    ]
+    x = np.arange(len(limits))
+    width = 0.8 / len(algorithms)
+    fig, axes = subplots(1, 3, figsize=(15, 4.4))
+    panels = (
+        (
+            "user_bytes",
+            "bytes per user (MEMORY USAGE, log scale)",
+            "Memory: the log grows with the limit",
+        ),
+        (
+            "server_us_per_decision",
+            "server µs per decision (log scale)",
+            "Steady decision: all cheap",
+        ),
+        (
+            "server_us_after_pause",
+            "server µs for that decision (log scale)",
+            "First decision after a pause",
+        ),
+    )
+    for ax, (column, ylabel, title) in zip(axes, panels, strict=True):
+        for i, a in enumerate(algorithms):
+            s = bigkey[bigkey["algorithm"] == a].set_index("limit").reindex(limits)
+            ax.bar(
+                x + (i - (len(algorithms) - 1) / 2) * width,
+                s[column],
+                width,
+                color=PALETTE[a],
+                label=LABELS[a],
+            )
+            for xi, v in zip(x, s[column], strict=True):
+                ax.text(
+                    xi + (i - (len(algorithms) - 1) / 2) * width,
+                    v * 1.1,
+                    f"{v:,.0f}",
+                    ha="center",
+                    fontsize=7,
+                )
+        ax.set_yscale("log")
+        ax.set_xticks(x, [f"{n:,}/min" for n in limits])
+        ax.set_xlabel("limit per user (requests per minute)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+    axes[0].legend(fontsize=8, frameon=False, loc="upper left")
+    log = bigkey[bigkey["algorithm"] == "sliding_log"].set_index("limit")
+    top = max(limits)
+    fig.suptitle(
+        f"The big key: a sliding log at {top:,}/min holds {log.loc[top, 'user_bytes'] / 1e3:,.0f} kB per user "
+        f"and one decision after a pause takes {log.loc[top, 'server_us_after_pause'] / 1e3:.1f} ms of server time",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def memory_charts(out_dir: Path, full: bool) -> list[Path]:
+    """Charts from the committed memory tables (no server needed)."""
+    source = out_dir if list(Path(out_dir).glob("memory_per_user_*.csv")) else DATA_DIR
+    tables = read_tables(source)
+    paths = save(per_user_figure(tables["per_user"]), "memory_per_user", out_dir)
+    paths += save(encoding_cliff_figure(tables["encoding"]), "memory_encoding_cliff", out_dir)
+    paths += save(bigkey_figure(tables["bigkey"]), "memory_bigkey", out_dir)
+    return paths

@@ -1,0 +1,196 @@
+"""``python -m simulator memory``: bytes per user at 5 million users, measured on a real server.
+
+Starts an embedded Valkey (or uses ``--backend-url``), runs :mod:`simulator.memory` and writes the
+tables under ``data/``: per-user memory per layout, the ``used_memory`` samples behind each fit,
+the big-key study and the sliding log's encoding sweep. Every table carries the server, its
+version, the date and the method, so a committed table says where its figures came from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import redis
+
+from simulator import memory
+from simulator.backends import BackendError, RedisBackend
+from simulator.cli import UsageError, positive_float, positive_int
+
+__all__ = ["register", "cmd_memory", "table_tag"]
+
+GIB = 1 << 30
+REDUCED_USERS = 250_000
+REDUCED_BUDGET_GIB, FULL_BUDGET_GIB = 2.0, 11.0
+GUARD_GIB = 2.0  # maxmemory on the embedded server = budget + this: a hard stop, never reached
+
+
+def table_tag(users: int) -> str:
+    """5000000 -> '5m', 250000 -> '250k', 1234 -> '1234' (names the per-user table files)."""
+    for unit, size in (("m", 1_000_000), ("k", 1_000)):
+        if users % size == 0:
+            return f"{users // size}{unit}"
+    return str(users)
+
+
+def _stamp(frame: pd.DataFrame, facts: dict[str, Any], server: str, method: str) -> pd.DataFrame:
+    frame = frame.copy()
+    for name, value in reversed(
+        [
+            ("server", server),
+            ("server_version", facts["server_version"]),
+            ("date", pd.Timestamp.now("UTC").strftime("%Y-%m-%d")),
+            ("method", method),
+        ]
+    ):
+        frame.insert(0, name, value)
+    return frame
+
+
+def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> list[Path]:
+    client = backend.client
+    if int(client.dbsize()) != 0:
+        raise UsageError(
+            f"{server} holds {client.dbsize()} keys; the measurement flushes the database, "
+            "so point --backend-url at an empty server"
+        )
+    users = memory.TARGET_USERS if args.full else args.users
+    budget_gib = args.budget or (FULL_BUDGET_GIB if args.full else REDUCED_BUDGET_GIB)
+    facts = memory.server_facts(client)
+    print(
+        f"{server}: {facts['server_name']} {facts['server_version']}; {users:,} users per layout, "
+        f"stop loading at {budget_gib:g} GiB used_memory",
+        file=sys.stderr,
+    )
+    table, growth = memory.measure_all(
+        backend, users, int(budget_gib * GIB), server, script_users=args.script_users
+    )
+    bigkey = _stamp(
+        memory.bigkey_study(backend, decisions=args.decisions),
+        facts,
+        server,
+        "one user at exactly its limit per minute; server time = INFO commandstats evalsha",
+    )
+    sweep = _stamp(
+        memory.encoding_sweep(backend, decisions=min(args.decisions, 300)),
+        facts,
+        server,
+        "sliding log filled to N entries; MEMORY USAGE, OBJECT ENCODING, commandstats",
+    )
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tag = table_tag(users)
+    paths = [
+        out / f"memory_per_user_{tag}.csv",
+        out / f"memory_growth_{tag}.csv",
+        out / "memory_bigkey.csv",
+        out / "memory_encoding.csv",
+    ]
+    for frame, path in zip((table, growth, bigkey, sweep), paths, strict=True):
+        frame.to_csv(path, index=False)
+    _print_summary(table, bigkey)
+    return paths
+
+
+def _print_summary(table: pd.DataFrame, bigkey: pd.DataFrame) -> None:
+    print(
+        f"{'algorithm':<16}{'state':<7}{'limit':>6} {'ids':<11}{'MEMORY USAGE':>13}"
+        f"{'used_memory/user':>17}{'users':>10}{'total at 5M':>14}  encoding"
+    )
+    for r in table.itertuples():
+        print(
+            f"{r.algorithm:<16}{r.state:<7}{r.limit:>6} {r.id_format or '-':<11}"
+            f"{r.memory_usage_bytes_per_user:>11} B{r.bytes_per_user_used_memory:>13.1f} B"
+            f"{r.users_measured:>12,}{r.total_at_5m_bytes / 1e9:>10.2f} GB"
+            f" {'(measured)' if r.total_at_5m_source == 'measured' else '(extrap.)'} {r.encoding}"
+        )
+    print(f"\n{'algorithm':<16}{'limit/min':>10}{'bytes':>10}{'server us':>11}{'after pause':>13}")
+    for r in bigkey.itertuples():
+        print(
+            f"{r.algorithm:<16}{r.limit:>10}{r.user_bytes:>10}{r.server_us_per_decision:>11.1f}"
+            f"{r.server_us_after_pause:>13.1f}"
+        )
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    from simulator.servers import EmbeddedValkey, open_url
+
+    try:
+        if args.backend_url:
+            try:
+                client = open_url(args.backend_url)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            if not isinstance(client, redis.Redis):
+                raise UsageError("--backend-url: a cluster splits used_memory; give one node")
+            paths = _measure(RedisBackend(client, args.backend_url), args, args.backend_url)
+        else:
+            budget = args.budget or (FULL_BUDGET_GIB if args.full else REDUCED_BUDGET_GIB)
+            guard = f"{int((budget + GUARD_GIB) * 1024)}mb"
+            with EmbeddedValkey(maxmemory=guard, config={"maxmemory-policy": "noeviction"}) as s:
+                paths = _measure(RedisBackend(s.client(), "embedded"), args, "embedded valkey")
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        raise BackendError(f"memory: the server went away: {exc}") from exc
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "memory",
+        help="bytes per user for every algorithm, measured on a real server",
+        description="Builds one user per layout with the real scripts, weighs its keys (MEMORY "
+        "USAGE), clones it under many users' keys (DUMP/RESTORE) while sampling used_memory, "
+        "and writes the per-user table, the big-key study and the encoding sweep to OUT_DIR. "
+        "Needs a real server: an embedded Valkey is started unless --backend-url is given.",
+    )
+    p.add_argument(
+        "--users",
+        type=positive_int,
+        default=REDUCED_USERS,
+        metavar="N",
+        help=f"users loaded per layout (count; default {REDUCED_USERS:,}, a few minutes)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help=f"load {memory.TARGET_USERS:,} users per layout where the budget allows "
+        f"(default budget {FULL_BUDGET_GIB:g} GiB; about 10-20 minutes)",
+    )
+    p.add_argument(
+        "--budget",
+        type=positive_float,
+        default=None,
+        metavar="GIB",
+        help="stop loading a layout before the server's used_memory passes this many GiB "
+        f"(default {REDUCED_BUDGET_GIB:g}, {FULL_BUDGET_GIB:g} with --full); the rest is "
+        f"extrapolated. The embedded server's maxmemory is the budget + {GUARD_GIB:g} GiB",
+    )
+    p.add_argument(
+        "--backend-url",
+        default=None,
+        metavar="URL",
+        help="measure on this running server (redis://HOST:PORT/DB) instead of an embedded "
+        "Valkey; its database must be empty, because the measurement flushes it",
+    )
+    p.add_argument(
+        "--script-users",
+        type=positive_int,
+        default=2000,
+        metavar="N",
+        help="users built by the scripts themselves to check the clones against (count; "
+        "default 2000)",
+    )
+    p.add_argument(
+        "--decisions",
+        type=positive_int,
+        default=1000,
+        metavar="N",
+        help="timed decisions per point of the big-key study (count; default 1000)",
+    )
+    p.add_argument("--out-dir", default="data", metavar="DIR", help="output folder (default data)")
+    p.set_defaults(func=cmd_memory)

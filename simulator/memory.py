@@ -1,0 +1,525 @@
+"""Memory per user on a real server: what each limiter's keys cost when 5 million users are active.
+
+The interview question: 100 requests per minute per user, 5 million users, which algorithm fits in
+memory? A candidate multiplies bytes per key by users on a whiteboard; here the server answers.
+For every layout (an algorithm's keys as its Lua script writes them, in its steady state and at its
+worst moment) one representative user is built by driving the real script through
+:data:`~simulator.limiters.ALGORITHMS`. Its keys are weighed with ``MEMORY USAGE``; then they are
+cloned under many users' keys (``DUMP`` once, ``RESTORE`` in a server-side Lua loop) while the
+server's ``used_memory`` is sampled, and a straight line through those samples gives bytes per
+user. A smaller set of users built by the scripts themselves checks that the clones are faithful.
+Where the memory budget does not hold all the users the total is extrapolated from the line, and
+the row says so. The end of the module is the big-key study: the sliding log at 10,000 requests
+per minute, what one decision costs the server, and where the log's encoding flips.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from simulator.backends import RedisBackend
+from simulator.keys import hash_tag
+from simulator.limiters import ALGORITHMS, EchoMQ, Limiter, echomq_keys
+
+__all__ = [
+    "Layout",
+    "LAYOUTS",
+    "TARGET_USERS",
+    "server_facts",
+    "flush",
+    "build_users",
+    "measure_layout",
+    "measure_all",
+    "whiteboard",
+    "decision_cost",
+    "encoding_sweep",
+    "bigkey_study",
+    "read_tables",
+    "compare",
+]
+
+TARGET_USERS = 5_000_000
+CLONE_TTL_MS = 3_600_000  # clones keep an expiry (it costs memory) that outlives the load
+USER_FORMAT = "user%07d"  # client ids user0000000 .. user9999999: an 11-byte id in every key
+ID_FORMATS = ("now_ms-seq", "uuid4")
+
+# RESTORE the representative user's keys under users n0 .. n1-1. ARGV: n0, n1, client format,
+# key count, then per key: prefix, suffix, ttl_ms, payload (the key is prefix .. {tag} .. suffix).
+_CLONE_LUA = """
+local n0, n1, fmt, nk = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+for i = n0, n1 - 1 do
+  local tag = '{' .. string.format(fmt, i) .. '}'
+  for k = 0, nk - 1 do
+    local b = 5 + 4 * k
+    redis.call('RESTORE', ARGV[b] .. tag .. ARGV[b + 1], ARGV[b + 2], ARGV[b + 3])
+  end
+end
+return n1 - n0
+"""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One user's keys in one state: ``steady`` (mid-window), ``seam`` (two windows' keys alive at
+    once), ``idle`` (no request for a while; only what never expires is left)."""
+
+    algorithm: str
+    state: str = "steady"
+    limit: int = 100
+    window_ms: int = 60_000
+    id_format: str = ""  # sliding log members: "now_ms-seq" (as limiters.py writes) or "uuid4"
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm: unknown {self.algorithm!r}")
+        if self.state not in ("steady", "seam", "idle"):
+            raise ValueError(f"state: must be steady, seam or idle, got {self.state!r}")
+        if self.limit < 1 or self.window_ms < 1:
+            raise ValueError("limit and window_ms: must be >= 1")
+        if (self.algorithm == "sliding_log") != (self.id_format in ID_FORMATS):
+            raise ValueError(f"id_format: one of {ID_FORMATS} for the sliding log only")
+
+    @property
+    def windows(self) -> int:
+        """How many grid windows of requests build this state."""
+        extra = 1 if self.state == "seam" else 0
+        return (2 if self.algorithm == "sliding_counter" else 1) + extra
+
+
+LAYOUTS: tuple[Layout, ...] = (
+    Layout("fixed_window"),
+    Layout("fixed_window", "seam"),
+    Layout("echomq"),
+    Layout("echomq", "idle"),
+    Layout("sliding_log", id_format="now_ms-seq"),
+    Layout("sliding_log", id_format="uuid4"),
+    Layout("sliding_counter"),
+    Layout("sliding_counter", "seam"),
+    Layout("sliding_log", limit=10_000, id_format="now_ms-seq"),
+    Layout("sliding_counter", limit=10_000),
+)
+
+
+def server_facts(client: Any) -> dict[str, Any]:
+    """Server name, version and the settings that decide the small encodings."""
+    info = client.info("server")
+    config = client.config_get("*-max-listpack-*")
+    return {
+        "server_version": info.get("valkey_version") or info.get("redis_version"),
+        "server_name": info.get("server_name", "redis"),
+        **{_text(k): int(v) for k, v in config.items() if _text(v).lstrip("-").isdigit()},
+    }
+
+
+def _used(client: Any) -> int:
+    """``used_memory`` less the client buffers (a pipeline's query buffer is not the keys' cost)."""
+    info = client.info("memory")
+    return int(info["used_memory"]) - int(info.get("mem_clients_normal", 0))
+
+
+def flush(client: Any) -> int:
+    """Empty the database synchronously and return the baseline ``used_memory``."""
+    client.execute_command("FLUSHALL", "SYNC")
+    while int(client.info("memory").get("lazyfree_pending_objects", 0)):
+        time.sleep(0.05)  # polling a background free, not a correctness wait
+    return _used(client)
+
+
+def _request_times(layout: Layout, now_ms: int) -> list[int]:
+    """``limit`` requests spread evenly over each window that builds the state."""
+    w, step = layout.window_ms, layout.window_ms / layout.limit
+    if layout.algorithm == "sliding_log":  # the log's window is (now - W, now]
+        return [now_ms - w + round((i + 1) * step) for i in range(layout.limit)]
+    first = (now_ms // w - layout.windows + 1) * w
+    return [
+        first + k * w + round(i * step) for k in range(layout.windows) for i in range(layout.limit)
+    ]
+
+
+def _pipelined(backend: RedisBackend, calls: Sequence[Any], chunk: int = 2000) -> None:
+    """Run script calls in order, ``chunk`` per round trip (the replies are not needed here)."""
+    for start in range(0, len(calls), chunk):
+        pipe = backend.client.pipeline(transaction=False)
+        for script, keys, args in calls[start : start + chunk]:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        pipe.execute()
+
+
+def build_users(
+    backend: RedisBackend, layout: Layout, clients: Sequence[str], now_ms: int, seed: int = 0
+) -> list[str]:
+    """Drive the real script for each client into ``layout``'s state; returns the last one's keys.
+
+    One limiter serves all clients, as one application process would, so the sliding log's
+    ``<now_ms>-<seq>`` request ids carry the sequence numbers of a process that has been busy.
+    """
+    limiter: Limiter = ALGORITHMS[layout.algorithm](backend, layout.limit, layout.window_ms)
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    times = _request_times(layout, now_ms)
+    group = max(1, 20_000 // len(times))  # clients per batch of calls
+    for first in range(0, len(clients), group):
+        calls = []
+        for client in clients[first : first + group]:
+            for t_ms in times:
+                script, keys, args = limiter.call(client, t_ms)
+                if layout.id_format == "uuid4":
+                    args = (*args[:3], str(uuid.UUID(bytes=rng.bytes(16), version=4)))
+                calls.append((script, keys, args))
+        _pipelined(backend, calls)
+    if layout.state == "idle" and isinstance(limiter, EchoMQ):
+        for client in clients:  # the counter has expired; the meta hash never does
+            backend.client.delete(echomq_keys(client)[0])
+    keys = sorted({k for t_ms in times for k in limiter.keys(clients[-1], t_ms)})
+    return [k for k in keys if backend.client.exists(k)]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _encoding(client: Any, key: str) -> str:
+    return f"{_text(client.type(key))}:{_text(client.object('encoding', key))}"
+
+
+def _setting(encoding: str, facts: dict[str, Any]) -> str:
+    kind = encoding.split(":")[0]
+    if kind in ("zset", "hash"):
+        name = f"{kind}-max-listpack-entries"
+        value = f"{kind}-max-listpack-value"
+        return f"{name}={facts.get(name)}, {value}={facts.get(value)}"
+    return "(integer string: no setting)" if encoding.endswith(":int") else ""
+
+
+def _fit(users: np.ndarray, growth: np.ndarray) -> tuple[float, float, float]:
+    """Slope (bytes/user), its standard error, and the largest distance of a sample from the line."""
+    if len(users) < 3:
+        slope = float(growth[-1] / users[-1])
+        return slope, float("nan"), 0.0
+    (slope, icpt), cov = np.polyfit(users, growth, 1, cov=True)
+    resid = growth - (slope * users + icpt)
+    return float(slope), float(np.sqrt(cov[0, 0])), float(np.abs(resid).max())
+
+
+def _template(client: Any, keys: Sequence[str], tag: str) -> list[Any]:
+    """What the clone loop needs per key: prefix, suffix, ttl_ms, DUMP payload."""
+    argv: list[Any] = []
+    for key in keys:
+        prefix, _, suffix = key.partition(tag)
+        ttl_ms = CLONE_TTL_MS if int(client.pttl(key)) > 0 else 0
+        argv += [prefix, suffix, ttl_ms, client.dump(key)]
+    return argv
+
+
+def _clone(
+    client: Any,
+    argv: list[Any],
+    users: int,
+    budget_bytes: int,
+    desc: str,
+    progress: bool,
+    checkpoint: int = 0,
+) -> tuple[int, list[tuple[int, int]], float]:
+    """RESTORE one user's keys (``argv`` from :func:`_template`) as users 0 .. users-1.
+
+    Stops early before ``used_memory`` would pass ``budget_bytes``. Returns the users loaded, the
+    (users, used_memory growth) samples (one of them at ``checkpoint`` users) and the load time.
+    """
+    sha = client.script_load(_CLONE_LUA)
+    base = _used(client)
+    payload = sum(len(a) for a in argv[3::4])
+    batch = int(np.clip(min(2_000_000 // max(payload, 1), users // 20), 1, 20_000))
+    every = max(batch, users // 40)
+    samples: list[tuple[int, int]] = []
+    loaded, per_user = 0, 0.0
+    start = time.perf_counter()
+    with tqdm(total=users, desc=desc, unit="user", disable=not progress, file=sys.stderr) as bar:
+        while loaded < users:
+            n = min(batch, users - loaded)
+            if loaded < checkpoint:
+                n = min(n, checkpoint - loaded)
+            used = _used(client)
+            if per_user and used + 1.2 * per_user * n > budget_bytes:
+                break
+            client.evalsha(sha, 0, loaded, loaded + n, USER_FORMAT, len(argv) // 4, *argv)
+            loaded += n
+            bar.update(n)
+            if loaded % every < n or loaded in (users, checkpoint) or not samples:
+                growth = _used(client) - base
+                samples.append((loaded, growth))
+                per_user = growth / loaded
+                # about 40 samples over what the budget will hold
+                fits = (budget_bytes - base) / max(per_user, 1.0)
+                every = max(batch, int(min(users, fits)) // 40)
+    return loaded, samples, time.perf_counter() - start
+
+
+def measure_layout(
+    backend: RedisBackend,
+    layout: Layout,
+    users: int,
+    budget_bytes: int,
+    script_users: int = 2000,
+    progress: bool = True,
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One row of the per-user table and the used_memory samples behind it."""
+    client, facts = backend.client, server_facts(backend.client)
+    now_ms = int(time.time() * 1000)
+    requests = layout.limit * layout.windows
+    script_users = max(1, min(script_users, users, 200_000 // requests))
+    # 1. users built by the scripts themselves; the last one is the representative user
+    base = flush(client)
+    clients = [USER_FORMAT % i for i in range(script_users)]
+    keys = build_users(backend, layout, clients, now_ms)
+    by_scripts = (_used(client) - base) / script_users
+    # 2. the representative user, weighed key by key
+    usage = [int(client.memory_usage(k, samples=0)) for k in keys]
+    encodings = [_encoding(client, k) for k in keys]
+    argv = _template(client, keys, hash_tag(clients[-1]))
+    # 3. clones under many users' keys, used_memory sampled as they load
+    flush(client)
+    desc = f"{layout.algorithm} {layout.state} {layout.limit}/min"
+    loaded, samples, load_s = _clone(
+        client, argv, users, budget_bytes, desc, progress, checkpoint=script_users
+    )
+    info = client.info("memory")
+    n, g = (np.array(c, dtype="float64") for c in zip(*samples, strict=True))
+    slope, stderr, max_resid = _fit(n, g)
+    measured = loaded >= TARGET_USERS
+    total = g[-1] / loaded * TARGET_USERS if measured else slope * TARGET_USERS
+    row = {
+        **asdict(layout),
+        "keys_per_user": len(keys),
+        "key_names": " ".join(k.replace(hash_tag(clients[-1]), "{<user>}") for k in keys),
+        "encoding": " + ".join(encodings),
+        "encoding_setting": "; ".join(s for s in {_setting(e, facts) for e in encodings} if s),
+        "memory_usage_bytes_per_user": sum(usage),
+        "users_scripts": script_users,
+        # fewer than 100 users weigh less than the allocator's and the tables' own steps
+        "bytes_per_user_scripts": round(by_scripts, 1) if script_users >= 100 else float("nan"),
+        "bytes_per_user_clones_same_users": round(dict(samples)[script_users] / script_users, 1),
+        "users_measured": loaded,
+        "bytes_per_user_used_memory": round(slope, 2),
+        "fit_stderr_bytes_per_user": round(stderr, 3),
+        "fit_max_residual_bytes": round(max_resid),
+        "used_memory_growth_bytes": int(g[-1]),
+        "used_memory_peak_bytes": int(info["used_memory_peak"]),
+        "used_memory_rss_bytes": int(info["used_memory_rss"]),
+        "load_s": round(load_s, 1),
+        "total_at_5m_bytes": int(total),
+        "total_at_5m_error_bytes": 0 if measured else float(round(stderr * TARGET_USERS, -3)),
+        "total_at_5m_source": "measured" if measured else "extrapolated",
+    }
+    growth = pd.DataFrame({"users": n.astype("int64"), "used_memory_growth_bytes": g})
+    for name in ("algorithm", "state", "limit", "id_format"):
+        growth.insert(0, name, row[name])
+    flush(client)
+    return row, growth
+
+
+def measure_all(
+    backend: RedisBackend,
+    users: int,
+    budget_bytes: int,
+    server: str,
+    layouts: Sequence[Layout] = LAYOUTS,
+    script_users: int = 2000,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The per-user table (one row per layout) and the used_memory samples of every load."""
+    facts = server_facts(backend.client)
+    rows, growth = [], []
+    for layout in layouts:
+        row, g = measure_layout(backend, layout, users, budget_bytes, script_users, progress)
+        rows.append(row)
+        growth.append(g)
+    table = pd.DataFrame(rows)
+    table.insert(
+        0, "method", "MEMORY USAGE SAMPLES 0; INFO used_memory line fit over DUMP/RESTORE clones"
+    )
+    table.insert(0, "date", datetime.now(UTC).strftime("%Y-%m-%d"))
+    table.insert(0, "server_version", facts["server_version"])
+    table.insert(0, "server", server)
+    return table, pd.concat(growth, ignore_index=True)
+
+
+def whiteboard(limit: int = 100, users: int = TARGET_USERS, key_bytes: int = 30) -> pd.DataFrame:
+    """The arithmetic a candidate does: payload bytes only, no per-key or per-entry overhead.
+
+    A counter is a key name and an 8-byte integer; the log holds ``limit`` entries of an 8-byte
+    score and a ~16-byte request id; EchoMQ adds a small hash; the sliding counter keeps two
+    counters. The gap between these and the measured figures is the server's overhead.
+    """
+    counter = key_bytes + 8
+    per_user = {
+        "fixed_window": counter,
+        "echomq": counter + key_bytes + 3 + 8,
+        "sliding_log": key_bytes + limit * (8 + 16),
+        "sliding_counter": 2 * counter,
+    }
+    frame = pd.DataFrame(
+        {"algorithm": list(per_user), "whiteboard_bytes_per_user": list(per_user.values())}
+    )
+    frame["whiteboard_total_bytes"] = frame["whiteboard_bytes_per_user"] * users
+    return frame
+
+
+# --- the big key -----------------------------------------------------------------------------
+def _evalsha_stats(client: Any) -> tuple[int, int]:
+    stats = client.info("commandstats").get("cmdstat_evalsha", {})
+    return int(stats.get("calls", 0)), int(stats.get("usec", 0))
+
+
+def decision_cost(
+    backend: RedisBackend,
+    algorithm: str,
+    limit: int,
+    decisions: int = 1000,
+    window_ms: int = 60_000,
+) -> dict[str, Any]:
+    """Per-decision cost of one user sending exactly ``limit`` requests per window, forever.
+
+    The user's keys are first filled by one window of requests; then ``decisions`` more arrive at
+    the same rate, one round trip each, so the log drops one entry and adds one per decision.
+    Server time is the ``EVALSHA`` time in ``INFO commandstats`` (microseconds, inside the server);
+    wall time adds the network and the client.
+    """
+    client = backend.client
+    flush(client)
+    limiter = ALGORITHMS[algorithm](backend, limit, window_ms)
+    step, t0 = window_ms / limit, (int(time.time() * 1000) // window_ms) * window_ms
+    fill = [limiter.call("bigkey", t0 + round(i * step)) for i in range(limit)]
+    _pipelined(backend, fill)
+    calls0, usec0 = _evalsha_stats(client)
+    wall_ns = np.empty(decisions, dtype="int64")
+    times = [t0 + window_ms + round(j * step) for j in range(decisions)]
+    gc.disable()  # as timeit does: a collection in the loop would be charged to one decision
+    try:
+        for j, t_ms in enumerate(times):
+            call = limiter.call("bigkey", t_ms)
+            start = time.perf_counter_ns()
+            backend.call(*call)
+            wall_ns[j] = time.perf_counter_ns() - start
+    finally:
+        gc.enable()
+    calls1, usec1 = _evalsha_stats(client)
+    # the keys the last decision reads (counter keys of older windows are still expiring)
+    keys = [k for k in limiter.keys("bigkey", times[-1]) if client.exists(k)]
+    entries = sum(int(client.zcard(k)) for k in keys if _text(client.type(k)) == "zset")
+    encoding = " + ".join(_encoding(client, k) for k in keys)
+    user_bytes = sum(int(client.memory_usage(k, samples=0)) for k in keys)
+    # the worst moment: the user pauses one window; the next decision drops the whole log at once
+    pause = limiter.call("bigkey", t0 + 2 * window_ms + round(decisions * step))
+    start = time.perf_counter_ns()
+    backend.call(*pause)
+    pause_wall_ns = time.perf_counter_ns() - start
+    calls2, usec2 = _evalsha_stats(client)
+    return {
+        "algorithm": algorithm,
+        "limit": limit,
+        "window_ms": window_ms,
+        "keys": len(keys),
+        "entries": entries,
+        "encoding": encoding,
+        "user_bytes": user_bytes,
+        "decisions": decisions,
+        "server_us_per_decision": round((usec1 - usec0) / max(calls1 - calls0, 1), 2),
+        "wall_us_p50": round(float(np.percentile(wall_ns, 50)) / 1000, 1),
+        "wall_us_p99": round(float(np.percentile(wall_ns, 99)) / 1000, 1),
+        "server_us_after_pause": round((usec2 - usec1) / max(calls2 - calls1, 1), 2),
+        "wall_us_after_pause": round(pause_wall_ns / 1000, 1),
+    }
+
+
+SWEEP_SIZES = (8, 16, 32, 64, 100, 120, 127, 128, 129, 130, 160, 256, 512, 1024, 4096, 10_000)
+
+
+def encoding_sweep(
+    backend: RedisBackend,
+    sizes: Sequence[int] = SWEEP_SIZES,
+    decisions: int = 300,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """The sliding log at each size: encoding, bytes, bytes per entry and time per decision."""
+    threshold = server_facts(backend.client).get("zset-max-listpack-entries")
+    rows = []
+    for size in tqdm(sizes, desc="log sizes", disable=not progress, file=sys.stderr):
+        row = decision_cost(backend, "sliding_log", size, decisions)
+        row["bytes_per_entry"] = round(row["user_bytes"] / row["entries"], 1)
+        row["zset_max_listpack_entries"] = threshold
+        rows.append(row)
+    flush(backend.client)
+    return pd.DataFrame(rows)
+
+
+def bigkey_study(
+    backend: RedisBackend,
+    limits: Sequence[int] = (5, 100, 10_000),
+    algorithms: Sequence[str] = ("sliding_log", "fixed_window", "sliding_counter"),
+    decisions: int = 1000,
+) -> pd.DataFrame:
+    """Log versus counters at a login-sized, an interview-sized and an API-key-sized limit."""
+    rows = [decision_cost(backend, a, n, decisions) for n in limits for a in algorithms]
+    flush(backend.client)
+    return pd.DataFrame(rows)
+
+
+# --- reading the committed tables ------------------------------------------------------------
+def read_tables(data_dir: str | Path) -> dict[str, pd.DataFrame]:
+    """The tables a ``memory`` run wrote: the per-user table with the most users measured, its
+    ``used_memory`` samples, the big-key study and the encoding sweep. Needs no server."""
+    data = Path(data_dir)
+    files = sorted(data.glob("memory_per_user_*.csv"))
+    if not files:
+        raise FileNotFoundError(
+            f"no memory_per_user_*.csv in {data}: run python -m simulator memory"
+        )
+    tables = {f: pd.read_csv(f, keep_default_na=False, na_values=[""]) for f in files}
+    best = max(tables, key=lambda f: int(tables[f]["users_measured"].max()))
+    per_user = tables[best].fillna({"id_format": ""})
+    growth = data / best.name.replace("memory_per_user_", "memory_growth_")
+    return {
+        "per_user": per_user,
+        "growth": pd.read_csv(growth).fillna({"id_format": ""}),
+        "bigkey": pd.read_csv(data / "memory_bigkey.csv"),
+        "encoding": pd.read_csv(data / "memory_encoding.csv"),
+    }
+
+
+def compare(per_user: pd.DataFrame, limit: int = 100) -> pd.DataFrame:
+    """Whiteboard beside measurement, one row per algorithm, steady state and worst moment."""
+    rows = per_user[
+        (per_user["limit"] == limit) & (per_user["id_format"].isin(["", ID_FORMATS[0]]))
+    ]
+    steady = rows[rows["state"] == "steady"].set_index("algorithm")
+    worst = rows.groupby("algorithm")["bytes_per_user_used_memory"].max()
+    board = whiteboard(limit).set_index("algorithm")
+    out = pd.DataFrame(
+        {
+            "whiteboard_bytes_per_user": board["whiteboard_bytes_per_user"],
+            "memory_usage_bytes_per_user": steady["memory_usage_bytes_per_user"],
+            "bytes_per_user_used_memory": steady["bytes_per_user_used_memory"],
+            "worst_moment_bytes_per_user": worst,
+            "encoding": steady["encoding"],
+            "whiteboard_total_gb": board["whiteboard_total_bytes"] / 1e9,
+            "total_at_5m_gb": steady["total_at_5m_bytes"] / 1e9,
+            "worst_total_at_5m_gb": worst * TARGET_USERS / 1e9,
+            "total_at_5m_source": steady["total_at_5m_source"],
+            "users_measured": steady["users_measured"],
+        }
+    ).reindex(list(board.index))
+    out["measured_over_whiteboard"] = (
+        out["bytes_per_user_used_memory"] / out["whiteboard_bytes_per_user"]
+    ).round(2)
+    return out
