@@ -13,6 +13,7 @@ simulated time reached, after handing every decision made so far to ``on_rows``.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
 import warnings
@@ -239,11 +240,18 @@ def replay(
         watch,
     )
     env.process(process)
+    # The log grows by small tuples that never form cycles; the cyclic collector would rescan
+    # them all again and again (a quarter of a pipelined replay's time), so it waits till the end.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         env.run()
     except (BackendError, ScriptError) as exc:
         done = len(log)
         raise _stopped(exc, backend, t_ms[min(done, len(t_ms) - 1)], t0, done, len(t_ms)) from exc
+    finally:
+        if collecting:
+            gc.enable()
     frame = log.frame()
     frame.index = trace.index[order]
     frame = frame.sort_index()
