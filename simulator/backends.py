@@ -55,9 +55,15 @@ BACKEND_SPECS = (
 class BackendError(RuntimeError):
     """The server could not be reached or went away."""
 
+    #: Decisions made before the run stopped (set when a run stops on this error).
+    decided: int | None = None
+
 
 class ScriptError(RuntimeError):
     """A script failed on the server; the message names the script and its keys."""
+
+    #: Decisions made before the run stopped (set when a run stops on this error).
+    decided: int | None = None
 
 
 #: What a redis-py client raises (the cluster client's own errors do not derive from RedisError).
@@ -89,7 +95,7 @@ class Backend:
     virtual_time = False
     client: Any
     #: The server this backend started and must stop (None when it only connects).
-    server: Any = None
+    owned: Any = None
 
     def describe(self) -> str:
         """One line for the user: which backend, where, and whether the program owns the server."""
@@ -146,8 +152,8 @@ class Backend:
         try:
             self.client.close()
         finally:
-            if self.server is not None:
-                self.server.stop()
+            if self.owned is not None:
+                self.owned.stop()
 
     def __enter__(self) -> Backend:
         return self
@@ -192,9 +198,9 @@ class RedisBackend(Backend):
     virtual_time = False
 
     def __init__(
-        self, client: Any, name: str = "redis", server: Any = None, *, load_scripts: bool = True
+        self, client: Any, name: str = "redis", owned: Any = None, *, load_scripts: bool = True
     ) -> None:
-        self.client, self.name, self.server = client, name, server
+        self.client, self.name, self.owned = client, name, owned
         if not load_scripts:
             return
         try:
@@ -206,8 +212,8 @@ class RedisBackend(Backend):
     def describe(self) -> str:
         kw = self.client.connection_pool.connection_kwargs
         where = f"{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
-        if self.server is not None:
-            return f"{self.name}: valkey-server pid {self.server.pid} on {where} (stopped on exit)"
+        if self.owned is not None:
+            return f"{self.name}: valkey-server pid {self.owned.pid} on {where} (stopped on exit)"
         return f"{self.name}: server at {where}"
 
     def _retry_noscript(self, batch: Sequence[Call], replies: list[Any]) -> list[Any]:
@@ -273,8 +279,8 @@ class ClusterBackend(Backend):
     name = "cluster"
     virtual_time = False
 
-    def __init__(self, client: Any, name: str = "cluster", server: Any = None) -> None:
-        self.client, self.name, self.server = client, name, server
+    def __init__(self, client: Any, name: str = "cluster", owned: Any = None) -> None:
+        self.client, self.name, self.owned = client, name, owned
         self._nodes: dict[str, RedisBackend] = {}
         try:
             self.load_scripts()  # redis-py sends SCRIPT LOAD to every primary
@@ -284,8 +290,8 @@ class ClusterBackend(Backend):
 
     def describe(self) -> str:
         nodes = ", ".join(f"{n.host}:{n.port}" for n in self.client.get_primaries())
-        if self.server is not None:
-            pids = ", ".join(str(p) for p in self.server.pids)
+        if self.owned is not None:
+            pids = ", ".join(str(p) for p in self.owned.pids)
             return f"{self.name}: valkey-server pids {pids} on {nodes} (stopped on exit)"
         return f"{self.name}: cluster with primaries {nodes}"
 

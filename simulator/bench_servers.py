@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -100,29 +101,25 @@ def bench_servers(
         f"{'algorithm':<16} {'one round trip/s':>17} {'pipelined/s':>12} {'limits/s':>9} "
         f"{'pipelined/1rt':>14} {'pipelined/limits':>17}  same decisions"
     )
-    rows = []
+    rows: list[dict[str, float]] = []
     with EmbeddedValkey() as server:
         client = server.client()
         backend = RedisBackend(client, "valkey")
         flush = client.flushdb
         for algorithm, strategy in PAIRS.items():
-            measured = _best_of(
-                {
-                    "one": lambda a=algorithm: replay(
-                        trace, a, LIMIT, WINDOW_MS, backend, pipeline=1
-                    ),
-                    "piped": lambda a=algorithm: replay(trace, a, LIMIT, WINDOW_MS, backend),
-                    "limits": _limits_run(server.url, strategy, trace),
-                },
-                decisions,
-                flush,
-            )
+            runs: dict[str, Callable[[], object]] = {
+                "one": partial(replay, trace, algorithm, LIMIT, WINDOW_MS, backend, pipeline=1),
+                "piped": partial(replay, trace, algorithm, LIMIT, WINDOW_MS, backend),
+                "limits": _limits_run(server.url, strategy, trace),
+            }
+            measured = _best_of(runs, decisions, flush)
             (one, _), (piped, frame), (lim, allowed) = measured.values()
-            ours = frame["allowed"].tolist()  # type: ignore[index]
-            same = ours == allowed
+            ours: list[bool] = frame["allowed"].tolist()  # type: ignore[index]
+            theirs: list[bool] = allowed  # type: ignore[assignment]
+            same = ours == theirs
             rows.append(
                 {
-                    "algorithm": algorithm,
+                    "algorithm": algorithm,  # type: ignore[dict-item]
                     "one_round_trip_per_s": one,
                     "pipelined_per_s": piped,
                     "limits_per_s": lim,
@@ -134,7 +131,7 @@ def bench_servers(
             verdict = (
                 "yes"
                 if same
-                else f"NO ({sum(a != b for a, b in zip(ours, allowed, strict=True))} differ)"
+                else f"NO ({sum(a != b for a, b in zip(ours, theirs, strict=True))} differ)"
             )
             out(
                 f"{algorithm:<16} {one:>17,.0f} {piped:>12,.0f} {lim:>9,.0f} "

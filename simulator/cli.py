@@ -184,7 +184,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     from simulator.model import replay
     from simulator.realtime import needs_real_time
-    from simulator.runs import DecisionCsv, open_backend
+    from simulator.runs import DecisionCsv, open_backend, stop_between_pipelines
     from simulator.traces import read_trace
 
     trace = read_trace(args.trace, args.format)
@@ -192,7 +192,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.trace}: the trace holds no requests")
     t_ms = trace["t_ms"].to_numpy()
     in_order = bool((t_ms[1:] >= t_ms[:-1]).all())
-    with open_backend(args.backend) as backend:
+    with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
         _print_time_notes([args.algorithm], backend)
         span_s = (t_ms.max() - t_ms.min()) / 1000
         if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
@@ -201,7 +201,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "
                 "fakeredis, or raise --max-realtime"
             )
-        sink = DecisionCsv(args.out, in_order)
+        sink = DecisionCsv(args.out, in_order, stop)
         complete = False
         try:
             with tqdm(

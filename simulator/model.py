@@ -17,7 +17,8 @@ import gc
 import hashlib
 import math
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,7 +64,7 @@ def _stopped(
     said = str(exc).rstrip(". ")
     of = "" if total is None else f" of {total}"
     error = kind(f"{said}; stopped {where} after {done}{of} decisions on {backend.name}")
-    error.decided = done  # type: ignore[attr-defined]
+    error.decided = done
     return error
 
 
@@ -155,7 +156,7 @@ def _replay_process(
     on_rows: Callable[[list[Row]], None] | None,
     on_progress: Callable[[int], None] | None,
     watch: ExpiryWatch | None,
-) -> Iterator[simpy.Event]:
+) -> Generator[simpy.Event, Any, None]:
     call, parse, append = limiter.call, limiter.parse, log.append
 
     def batches() -> Iterator[list]:
@@ -187,7 +188,9 @@ def _replay_process(
             if on_progress is not None:
                 on_progress(hi - lo)
     finally:
-        stream.close()
+        close = getattr(stream, "close", None)  # a generator: release its connection now
+        if close is not None:
+            close()
 
 
 def replay(

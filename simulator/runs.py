@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from typing import IO, Any
 from simulator.backends import Backend, make_backend
 from simulator.model import Row
 
-__all__ = ["open_backend", "DecisionCsv", "HEADER"]
+__all__ = ["open_backend", "stop_between_pipelines", "StopFlag", "DecisionCsv", "HEADER"]
 
 #: Columns of the replay output; ``line`` is the request's row in the input (from 1).
 HEADER = (
@@ -56,6 +57,40 @@ def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
         signal.signal(signal.SIGTERM, previous)
 
 
+class StopFlag:
+    """Set by Ctrl-C or SIGTERM; the replay stops at the next pipeline's end."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def check(self) -> None:
+        if self.signum is not None:
+            raise KeyboardInterrupt(f"signal {self.signum}")
+
+
+@contextlib.contextmanager
+def stop_between_pipelines() -> Iterator[StopFlag]:
+    """Ctrl-C and SIGTERM ask the replay to stop after the pipeline in flight.
+
+    An interruption in the middle of a pipeline would leave the connection mid-reply and can hit
+    C extension code at a bad moment; between pipelines every decision made is written and the
+    way out is clean. A second signal interrupts at once.
+    """
+    flag = StopFlag()
+
+    def handler(signum: int, frame: Any) -> None:
+        if flag.signum is not None:
+            raise KeyboardInterrupt(f"signal {signum}")
+        flag.signum = signum
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield flag
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
 class DecisionCsv:
     """The replay's CSV, written while the replay runs.
 
@@ -65,7 +100,10 @@ class DecisionCsv:
     decision made is lost.
     """
 
-    def __init__(self, out: Path | None, in_input_order: bool) -> None:
+    def __init__(
+        self, out: Path | None, in_input_order: bool, stop: StopFlag | None = None
+    ) -> None:
+        self.stop = stop
         self.path = None if out is None or str(out) == "-" else out
         self._fh: IO[str] = (
             sys.stdout if self.path is None else self.path.open("w", newline="", encoding="utf-8")
@@ -78,20 +116,30 @@ class DecisionCsv:
 
     def _write(self, rows: list[Row]) -> None:
         writerow = self._csv.writerow
-        for position, client, t_ms, d in rows:
-            retry = "" if d.allowed else d.retry_after_ms
-            writerow(
-                (position + 1, t_ms, client, int(d.allowed), float(d.count), d.limit)
-                + (d.remaining, d.reset_ms, retry)
-            )
+        try:
+            for position, client, t_ms, d in rows:
+                retry = "" if d.allowed else d.retry_after_ms
+                writerow(
+                    (position + 1, t_ms, client, int(d.allowed), float(d.count), d.limit)
+                    + (d.remaining, d.reset_ms, retry)
+                )
+            self._fh.flush()
+        except BrokenPipeError:
+            if self.path is not None:
+                raise
+            # The reader of standard output has gone (``| head``): stop quietly, as Unix tools do.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(141) from None
         self.written += len(rows)
-        self._fh.flush()
 
     def __call__(self, rows: list[Row]) -> None:
         if self._eager:
             self._write(rows)
         else:
             self._kept.extend(rows)
+        if self.stop is not None:
+            self.stop.check()
 
     def close(self, complete: bool) -> None:
         """Write what is kept (in input order if the run is ``complete``) and close the file."""

@@ -21,6 +21,8 @@ from redis._parsers.base import BaseParser
 
 from simulator.scripts import Script
 
+hiredis: Any
+_pack_command: Any
 try:  # the C packer and parser; redis-py's pure-Python ones are the fallback
     import hiredis
     from hiredis import pack_command as _pack_command
@@ -55,14 +57,15 @@ class Replies:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         sock = getattr(conn, "_sock", None)
-        self._sock = sock if hiredis is not None else None
+        self._sock: Any = sock if hiredis is not None else None
         self._reader = hiredis.Reader() if self._sock is not None else None
 
     def read(self, n: int) -> list[Any]:
         """``n`` replies; a server error reply stands in its place as redis-py's exception."""
         if self._reader is None:
             return read(self.conn, n)
-        reader, sock, replies = self._reader, self._sock, []
+        reader, sock = self._reader, self._sock
+        replies: list[Any] = []
         gets, feed, recv = reader.gets, reader.feed, sock.recv
         while len(replies) < n:
             reply = gets()

@@ -180,11 +180,11 @@ def test_expiry_watch_flags_a_slow_run(monkeypatch):
 
 def test_make_backend_specs(server):
     with make_backend(server.url) as backend:
-        assert not backend.virtual_time and backend.server is None
+        assert not backend.virtual_time and backend.owned is None
         assert "server at 127.0.0.1" in backend.describe()
     assert server.client().ping()  # a server it did not start is left running
     with make_backend("valkey") as backend:
-        pid = backend.server.pid
+        pid = backend.owned.pid
         assert f"pid {pid}" in backend.describe()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
