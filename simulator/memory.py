@@ -123,10 +123,17 @@ def server_facts(client: Any) -> dict[str, Any]:
     }
 
 
-def _used(client: Any) -> int:
-    """``used_memory`` less the client buffers (a pipeline's query buffer is not the keys' cost)."""
-    info = client.info("memory")
-    return int(info["used_memory"]) - int(info.get("mem_clients_normal", 0))
+def _used(client: Any, settle_s: float = 30.0) -> int:
+    """``used_memory`` less the client buffers (a pipeline's query buffer is not the keys' cost),
+    read once the keyspace tables have finished growing: while a table rehashes, the old and the
+    new bucket arrays are both allocated (that transient shows in ``used_memory_peak``)."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        info = client.info("memory")
+        rehashing = int(info.get("mem_overhead_db_hashtable_rehashing", 0))
+        if not rehashing or time.monotonic() > deadline:
+            return int(info["used_memory"]) - int(info.get("mem_clients_normal", 0))
+        time.sleep(0.05)  # the server's cron finishes the rehash; poll until it has
 
 
 def flush(client: Any) -> int:
@@ -249,7 +256,7 @@ def _clone(
             n = min(batch, users - loaded)
             if loaded < checkpoint:
                 n = min(n, checkpoint - loaded)
-            used = _used(client)
+            used = _used(client, settle_s=0)
             if per_user and used + 1.2 * per_user * n > budget_bytes:
                 break
             client.evalsha(sha, 0, loaded, loaded + n, USER_FORMAT, len(argv) // 4, *argv)
