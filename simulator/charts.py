@@ -25,6 +25,12 @@ PALETTE = {
     "sliding_log": "#2ca02c",
     "sliding_counter": "#1f77b4",
     "exact": "#555555",
+    # roles that are not one of the algorithms, so no algorithm's colour is borrowed
+    "local": "#9467bd",  # a counter inside each worker
+    "split": "#8c564b",  # INCR and PEXPIRE as two commands
+    "shared_queue": "#7f7f7f",  # one queue for everybody
+    "per_room": "#17becf",  # one queue per room
+    "variant": "#bcbd22",  # a tuned variant of a design
 }
 LABELS = {
     "fixed_window": "Fixed window (clock grid)",

@@ -1,8 +1,8 @@
 """Charts of the EchoMQ queue budget: frames from :mod:`simulator.queue_studies` in, Figures out.
 
-Colours come from :data:`simulator.charts.PALETTE`: the server counter is EchoMQ's orange, any
-counter that is not the one atomic server counter (local per worker, split commands) is the
-red of the clock-grid window, per-room queues are the green of the exact limiter.
+Colours come from :data:`simulator.charts.PALETTE`: the server counter is EchoMQ's orange; the
+in-process counters, the split commands and the two queue designs have colours of their own that
+no algorithm uses.
 :func:`write_charts` is the ``charts`` job: it runs the studies and writes PNG, SVG and CSV.
 """
 
@@ -31,15 +31,15 @@ __all__ = [
 
 LIMITER_COLOURS = {
     "server": PALETTE["echomq"],
-    "local": PALETTE["fixed_window"],
-    "split": PALETTE["fixed_window"],
+    "local": PALETTE["local"],
+    "split": PALETTE["split"],
 }
 LIMITER_LABELS = {
     "server": "shared server counter (echomq_admit)",
     "local": "one in-process counter per worker",
     "split": "INCR, then PEXPIRE (two commands)",
 }
-DESIGN_COLOURS = {"shared": PALETTE["fixed_window"], "per_room": PALETTE["sliding_log"]}
+DESIGN_COLOURS = {"shared": PALETTE["shared_queue"], "per_room": PALETTE["per_room"]}
 DESIGN_LABELS = {"shared": "one shared queue + budget", "per_room": "one queue + budget per room"}
 
 
@@ -77,7 +77,7 @@ def basic_figure(pad: QueueRun) -> Figure:
     )
     names = ["exactly the PTTL", "PTTL + 1 ms"]
     values = waste["wasted_per_admit"].to_numpy(dtype="float64")
-    bars = c.bar(names, values, color=[colour, PALETTE["sliding_log"]])
+    bars = c.bar(names, values, color=[colour, PALETTE["variant"]])
     c.bar_label(bars, fmt="%.1f")
     c.set_ylabel("wasted dequeues per admitted job")
     c.set_title("a deferred job wakes while the key still exists", fontsize=10)
