@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 charts: $(STAMP)  ## regenerate every chart and table under data/ (embedded fakeredis, virtual clock)
-	$(PY) -m simulator charts
+	$(PY) -m simulator charts --full
 
 test: $(STAMP)  ## the whole test suite: property, clock, CLI, real-server and notebook tests
 	$(PY) -m pytest -n 2
