@@ -226,7 +226,10 @@ class RedisBackend(Backend):
                     replies[i] = exc
         return replies
 
-    def _settle(self, batch: Sequence[Call], replies: list[Any]) -> list[Any]:
+    def _settle(self, batch: Sequence[Call], replies: list[Any], failed: bool = True) -> list[Any]:
+        """Server errors in ``replies`` as :class:`ScriptError` (``failed``: there may be some)."""
+        if not failed:
+            return replies
         if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
             replies = self._retry_noscript(batch, replies)
         for i, reply in enumerate(replies):
@@ -254,10 +257,12 @@ class RedisBackend(Backend):
                 in_flight.append(batch)
                 if len(in_flight) >= depth:
                     done = in_flight.popleft()
-                    yield self._settle(done, replies.read(len(done)))
+                    got = replies.read(len(done))
+                    yield self._settle(done, got, replies.failed)
             while in_flight:
                 done = in_flight.popleft()
-                yield self._settle(done, replies.read(len(done)))
+                got = replies.read(len(done))
+                yield self._settle(done, got, replies.failed)
         except _SERVER_ERRORS as exc:
             in_flight.append(())  # the connection's state is unknown now
             raise BackendError(f"backend {self.name} failed: {exc}") from exc

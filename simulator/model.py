@@ -41,8 +41,10 @@ __all__ = ["simulate", "replay", "boundary_burst", "run_id_for", "Row", "PIPELIN
 
 #: One decided request for ``on_rows``: (position in the trace, client, t_ms, decision).
 Row = tuple[int, str, int, Decision]
-#: Calls per pipeline in a replay on a real server (two pipelines are in flight at a time).
+#: Calls per pipeline in a replay on a real server.
 PIPELINE_CALLS = 1000
+#: Pipelines in flight at a time (the server works on one while the client prepares the next).
+PIPELINES_IN_FLIGHT = 2
 
 
 def run_id_for(*parts: object) -> str:
@@ -157,13 +159,13 @@ def _replay_process(
     on_progress: Callable[[int], None] | None,
     watch: ExpiryWatch | None,
 ) -> Generator[simpy.Event, Any, None]:
-    call, parse, append = limiter.call, limiter.parse, log.append
+    call, parse, logged = limiter.call, limiter.parse, log.rows
 
     def batches() -> Iterator[list]:
         for lo, hi in bounds:
             if watch is not None:
                 watch.start(t_ms[lo])
-            yield [call(clients[i], t_ms[i]) for i in range(lo, hi)]
+            yield list(map(call, clients[lo:hi], t_ms[lo:hi]))
 
     backend = limiter.backend
     stream = backend.stream(batches(), depth) if depth > 0 else _one_at_a_time(backend, batches())
@@ -172,19 +174,25 @@ def _replay_process(
             if t_ms[lo] > env.now:
                 yield env.timeout(t_ms[lo] - env.now)
             replies = next(stream)
-            rows: list[Row] = []
-            for i, reply in zip(range(lo, hi), replies, strict=True):
-                if isinstance(reply, ScriptError):
-                    if on_rows is not None and rows:
-                        on_rows(rows)
-                    raise reply
-                decision = parse(reply)
-                append(clients[i], t_ms[i], decision)
-                rows.append((positions[i], clients[i], t_ms[i], decision))
+            failed = None
+            if ScriptError in map(type, replies):  # keep the decisions before the failure
+                failed = next(r for r in replies if isinstance(r, ScriptError))
+                replies = replies[: replies.index(failed)]
+            end = lo + len(replies)
+            decisions = list(map(parse, replies))
+            logged.extend(zip(clients[lo:end], t_ms[lo:end], decisions, strict=True))
+            if on_rows is not None and (decisions or failed is None):
+                on_rows(
+                    list(
+                        zip(
+                            positions[lo:end], clients[lo:end], t_ms[lo:end], decisions, strict=True
+                        )
+                    )
+                )
+            if failed is not None:
+                raise failed
             if watch is not None:
                 watch.end(t_ms[hi - 1])
-            if on_rows is not None:
-                on_rows(rows)
             if on_progress is not None:
                 on_progress(hi - lo)
     finally:
@@ -228,7 +236,7 @@ def replay(
     same_ms = backend.virtual_time or realtime
     bounds = _batches(t_ms, size, same_ms)
     watch = None if same_ms else ExpiryWatch(window_ms)
-    depth = 0 if size == 1 else 1 if same_ms else 2  # pipelines in flight; 0: none at all
+    depth = 0 if size == 1 else 1 if same_ms else PIPELINES_IN_FLIGHT  # 0: no pipeline at all
     process = _replay_process(
         env,
         t_ms,
@@ -244,18 +252,19 @@ def replay(
     )
     env.process(process)
     # The log grows by small tuples that never form cycles; the cyclic collector would rescan
-    # them all again and again (a quarter of a pipelined replay's time), so it waits till the end.
+    # them all again and again (a quarter of a pipelined replay's time), so it waits till the
+    # frame is built.
     collecting = gc.isenabled()
     gc.disable()
     try:
         env.run()
+        frame = log.frame()
     except (BackendError, ScriptError) as exc:
         done = len(log)
         raise _stopped(exc, backend, t_ms[min(done, len(t_ms) - 1)], t0, done, len(t_ms)) from exc
     finally:
         if collecting:
             gc.enable()
-    frame = log.frame()
     frame.index = trace.index[order]
     frame = frame.sort_index()
     if watch is not None and not watch.safe:

@@ -51,33 +51,44 @@ class Replies:
     """Reads the replies of one connection in order, for as long as calls are in flight.
 
     With hiredis it parses straight from the connection's socket (redis-py's per-reply path costs
-    more than the script on the server); the connection must carry nothing else meanwhile.
+    more than the script on the server); the connection must carry nothing else meanwhile. All
+    replies already in the buffer are taken at once; those of the next batch wait for it.
     """
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         sock = getattr(conn, "_sock", None)
         self._sock: Any = sock if hiredis is not None else None
-        self._reader = hiredis.Reader() if self._sock is not None else None
+        # A sentinel only equal to itself: a reply of 0 compares equal to hiredis' default False.
+        self._more = object()
+        self._reader = hiredis.Reader(notEnoughData=self._more) if self._sock is not None else None
+        self._ahead: list[Any] = []  # replies read that belong to the next batch
+        #: Whether the last :meth:`read` held a server error (most batches hold none).
+        self.failed = False
 
     def read(self, n: int) -> list[Any]:
         """``n`` replies; a server error reply stands in its place as redis-py's exception."""
         if self._reader is None:
-            return read(self.conn, n)
-        reader, sock = self._reader, self._sock
-        replies: list[Any] = []
-        gets, feed, recv = reader.gets, reader.feed, sock.recv
+            replies = read(self.conn, n)
+            self.failed = any(isinstance(r, redis.exceptions.ResponseError) for r in replies)
+            return replies
+        gets, feed, recv = self._reader.gets, self._reader.feed, self._sock.recv
+        replies, self._ahead = self._ahead, []
         while len(replies) < n:
-            reply = gets()
-            if reply is False:
-                data = recv(65536)
-                if not data:
-                    raise redis.exceptions.ConnectionError("Connection closed by server.")
-                feed(data)
-                continue
-            if isinstance(reply, hiredis.ReplyError):
-                reply = BaseParser.parse_error(str(reply))
-            replies.append(reply)
+            replies.extend(iter(gets, self._more))  # every complete reply in the buffer, in C
+            if len(replies) >= n:
+                break
+            data = recv(65536)
+            if not data:
+                raise redis.exceptions.ConnectionError("Connection closed by server.")
+            feed(data)
+        if len(replies) > n:
+            replies, self._ahead = replies[:n], replies[n:]
+        self.failed = hiredis.ReplyError in map(type, replies)
+        if self.failed:
+            for i, reply in enumerate(replies):
+                if isinstance(reply, hiredis.ReplyError):
+                    replies[i] = BaseParser.parse_error(str(reply))
         return replies
 
 

@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 
 from simulator.backends import BackendError, RedisBackend, ScriptError, make_backend
-from simulator.limiters import ALGORITHMS
+from simulator.limiters import ALGORITHMS, echomq_keys
 from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
 from simulator.scenario import ConstantRate, Poisson, Polite, Scenario
+from simulator.scripts import load
 from simulator.servers import EmbeddedValkey
 
 DECISION = [
@@ -192,3 +193,21 @@ def test_make_backend_specs(server):
         make_backend("redis://127.0.0.1:1/0")
     with pytest.raises(ValueError, match="unknown backend 'memcached'"):
         make_backend("memcached")
+
+
+def test_stream_keeps_zero_replies_and_replies_read_ahead(server):
+    # echomq_ttl answers 0 (go ahead) on a fresh queue: a reply equal to False must not be taken
+    # for "no reply yet"; with several batches in flight one socket read holds replies of the
+    # next batch, which must wait for it.
+    ttl = load("echomq_ttl")
+    batches = [
+        [(ttl, echomq_keys(f"q{b}-{i}"), (1000, 5)) for i in range(n)]
+        for b, n in enumerate([3, 1, 400, 2, 50])
+    ]
+    backend = RedisBackend(server.client(socket_timeout=10), "valkey")  # a lost reply: no hang
+    try:
+        got = list(backend.stream(batches, depth=3))
+    finally:
+        backend.close()
+    assert [len(r) for r in got] == [3, 1, 400, 2, 50]
+    assert all(reply == 0 for replies in got for reply in replies)
