@@ -24,6 +24,7 @@ from typing import Any
 import fakeredis
 import redis
 from redis.backoff import NoBackoff
+from redis.crc import key_slot
 from redis.retry import Retry
 
 from simulator import wire
@@ -96,6 +97,8 @@ class Backend:
     client: Any
     #: The server this backend started and must stop (None when it only connects).
     owned: Any = None
+    #: True when keys are spread over the slots of a cluster.
+    clustered = False
 
     def describe(self) -> str:
         """One line for the user: which backend, where, and whether the program owns the server."""
@@ -147,6 +150,38 @@ class Backend:
                 except ScriptError as exc:
                     replies.append(exc)
             yield replies
+
+    def existing(self, keys: Sequence[str], show: int = 3) -> tuple[int, list[str]]:
+        """How many of ``keys`` already exist on the server, and up to ``show`` of them.
+
+        One ``EXISTS`` per group of keys that share a slot (a client's keys share its hash tag),
+        sent in pipelines, so that even a long trace's keys are checked in a few round trips.
+        """
+        groups: dict[tuple[int, int], list[str]] = {}
+        sizes: dict[int, int] = {}
+        for key in keys:
+            slot = key_slot(key.encode("utf-8", "surrogatepass")) if self.clustered else 0
+            n = sizes[slot] = sizes.get(slot, 0) + 1
+            groups.setdefault((slot, (n - 1) // 500), []).append(key)
+        try:
+            counts = self._pipelined_exists(list(groups.values()))
+            found, examples = sum(counts), []
+            for group, count in zip(groups.values(), counts, strict=True):
+                if count and len(examples) < show:
+                    hits = self._pipelined_exists([[k] for k in group])
+                    examples += [k for k, hit in zip(group, hits, strict=True) if hit]
+        except _SERVER_ERRORS as exc:
+            raise BackendError(f"backend {self.name} failed: {exc}") from exc
+        return found, examples[:show]
+
+    def _pipelined_exists(self, groups: list[list[str]]) -> list[int]:
+        counts: list[int] = []
+        for start in range(0, len(groups), 1000):
+            pipe = self.client.pipeline(transaction=False)
+            for group in groups[start : start + 1000]:
+                pipe.exists(*group)
+            counts += [int(c) for c in pipe.execute()]
+        return counts
 
     def close(self) -> None:
         try:
@@ -283,6 +318,7 @@ class ClusterBackend(Backend):
 
     name = "cluster"
     virtual_time = False
+    clustered = True
 
     def __init__(self, client: Any, name: str = "cluster", owned: Any = None) -> None:
         self.client, self.name, self.owned = client, name, owned

@@ -120,6 +120,13 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="longest real-time run accepted for echomq on a real server (default 10)",
     )
+    p.add_argument(
+        "--reuse-keys",
+        action="store_true",
+        help="on a server the program did not start, run even if keys this run uses exist "
+        "already (left by an earlier run, they change the decisions; without this flag the "
+        "run is refused)",
+    )
 
 
 def _print_time_notes(algorithms: Sequence[str], backend: Any) -> None:
@@ -131,30 +138,48 @@ def _print_time_notes(algorithms: Sequence[str], backend: Any) -> None:
 
 
 def cmd_burst(args: argparse.Namespace) -> int:
+    import contextlib
+
     from simulator.metrics import burst_summary
     from simulator.model import boundary_burst
     from simulator.realtime import needs_real_time
-    from simulator.runs import open_backend
+    from simulator.runs import leftover_keys, open_backend, run_keys, stop_between_calls
 
     frames, skipped = [], []
     span_s = max(args.first, args.second) + 0.001
+    window_ms = round(args.window * 1000)
+    requests = [("user", math.floor(s * 1000.0)) for s in (args.first, args.second)]
     with open_backend(args.backend) as backend:
         _print_time_notes(list(ALGORITHMS), backend)
+        chosen = []
         for a in ALGORITHMS:
             if needs_real_time(backend, a) and span_s > args.max_realtime:
                 skipped.append(a)
-                continue
-            frames.append(
-                boundary_burst(
-                    a,
-                    args.limit,
-                    args.window,
-                    args.first,
-                    args.second,
-                    args.per_burst,
-                    None if backend.virtual_time else backend,  # a fresh fake server each
+            else:
+                chosen.append(a)
+
+        def keys() -> list[str]:
+            return [
+                k for a in chosen for k in run_keys(a, args.limit, window_ms, requests, backend)
+            ]
+
+        problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
+        if problem is not None:
+            raise UsageError(problem)
+        stopping = contextlib.nullcontext() if backend.virtual_time else stop_between_calls(backend)
+        with stopping:
+            for a in chosen:
+                frames.append(
+                    boundary_burst(
+                        a,
+                        args.limit,
+                        args.window,
+                        args.first,
+                        args.second,
+                        args.per_burst,
+                        None if backend.virtual_time else backend,  # a fresh fake server each
+                    )
                 )
-            )
     summary = burst_summary(pd.concat(frames, ignore_index=True), round(args.window * 1000))
     n = args.limit if args.per_burst is None else args.per_burst
     print(
@@ -180,11 +205,18 @@ def cmd_burst(args: argparse.Namespace) -> int:
 
 # --- replay ----------------------------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
+    import numpy as np
     from tqdm import tqdm
 
     from simulator.model import replay
     from simulator.realtime import needs_real_time
-    from simulator.runs import DecisionCsv, open_backend, stop_between_pipelines
+    from simulator.runs import (
+        DecisionCsv,
+        leftover_keys,
+        open_backend,
+        run_keys,
+        stop_between_pipelines,
+    )
     from simulator.traces import read_trace
 
     trace = read_trace(args.trace, args.format)
@@ -201,6 +233,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "
                 "fakeredis, or raise --max-realtime"
             )
+        window_ms = round(args.window * 1000)
+
+        def keys() -> list[str]:
+            when = np.floor(t_ms.astype("float64")).astype("int64").tolist()
+            requests = zip(trace["client"].astype(str).tolist(), when, strict=True)
+            return run_keys(args.algorithm, args.limit, window_ms, requests, backend)
+
+        problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
+        if problem is not None:  # refused before the output file is touched
+            raise UsageError(problem)
         sink = DecisionCsv(args.out, in_order, stop)
         complete = False
         try:
@@ -215,7 +257,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     trace,
                     args.algorithm,
                     args.limit,
-                    round(args.window * 1000),
+                    window_ms,
                     backend,
                     on_progress=bar.update,
                     pipeline=args.pipeline,

@@ -5,6 +5,10 @@ from a job runner. Whatever stops it, the decisions already made are on disk
 (:class:`DecisionCsv` writes each pipeline's rows as they come and flushes), and a server the
 program started is stopped (:func:`open_backend` closes the backend on the way out; SIGTERM is
 turned into the same KeyboardInterrupt as Ctrl-C so that the way out is taken).
+
+A server the program did not start may hold keys of an earlier run: a counter or a log left
+there would silently change the decisions. :func:`leftover_keys` says, before the run, whether
+any key the run will touch already exists.
 """
 
 from __future__ import annotations
@@ -14,14 +18,24 @@ import csv
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from simulator.backends import Backend, make_backend
+from simulator.limiters import ALGORITHMS
 from simulator.model import Row
 
-__all__ = ["open_backend", "stop_between_pipelines", "StopFlag", "DecisionCsv", "HEADER"]
+__all__ = [
+    "open_backend",
+    "stop_between_pipelines",
+    "stop_between_calls",
+    "StopFlag",
+    "DecisionCsv",
+    "HEADER",
+    "run_keys",
+    "leftover_keys",
+]
 
 #: Columns of the replay output; ``line`` is the request's row in the input (from 1).
 HEADER = (
@@ -89,6 +103,78 @@ def stop_between_pipelines() -> Iterator[StopFlag]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def stop_between_calls(backend: Backend) -> Iterator[StopFlag]:
+    """Ctrl-C and SIGTERM wait for the script call in flight, then stop the run.
+
+    For runs that call the server one decision at a time (a simulation): a signal that comes
+    during a call is kept until the reply is in; one that comes between calls (e.g. while a run
+    on real time waits for its next request) stops the run at once. A second signal interrupts
+    at once.
+    """
+    flag = StopFlag()
+    in_call = False
+
+    def handler(signum: int, frame: Any) -> None:
+        if flag.signum is not None or not in_call:
+            raise KeyboardInterrupt(f"signal {signum}")
+        flag.signum = signum
+
+    original: Callable[..., Any] = backend.call
+
+    def call(*args: Any) -> Any:
+        nonlocal in_call
+        in_call = True
+        try:
+            return original(*args)
+        finally:
+            in_call = False
+            flag.check()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    backend.call = call  # type: ignore[method-assign]
+    try:
+        yield flag
+    finally:
+        del backend.call  # the class's own method again
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_keys(
+    algorithm: str,
+    limit: int,
+    window_ms: int,
+    requests: Iterable[tuple[str, int]],
+    backend: Backend,
+) -> list[str]:
+    """Every key that requests ``(client, t_ms)`` touch, each once, in order of first use."""
+    limiter = ALGORITHMS[algorithm](backend, limit, window_ms)
+    keys = limiter.keys
+    return list(dict.fromkeys(k for c, t in dict.fromkeys(requests) for k in keys(c, t)))
+
+
+def leftover_keys(backend: Backend, spec: str, keys: Callable[[], list[str]]) -> str | None:
+    """Why the run must not start on ``backend`` (keys it will use exist already), or None.
+
+    Only a server the program did not start can hold them (a started one is fresh), so only
+    there are the ``keys`` listed and looked up.
+    """
+    if backend.virtual_time or backend.owned is not None:
+        return None
+    wanted = keys()
+    found, examples = backend.existing(wanted) if wanted else (0, [])
+    if not found:
+        return None
+    return (
+        f"backend {spec}: {found} of the {len(wanted)} keys this run uses already exist "
+        f"(e.g. {', '.join(examples)}) - left by an earlier run or another program, their "
+        "contents would change the decisions. Use an empty database (e.g. redis://HOST:PORT/15), "
+        "delete them (e.g. redis-cli --scan --pattern 'rl:*' | xargs redis-cli unlink), or "
+        "pass --reuse-keys to run on them as they are"
+    )
 
 
 class DecisionCsv:

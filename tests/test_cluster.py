@@ -20,6 +20,7 @@ from simulator.backends import BackendError, ClusterBackend, ScriptError
 from simulator.limiters import ALGORITHMS, EchoMQ
 from simulator.model import replay
 from simulator.realtime import SERVER_TIME_FREE
+from simulator.runs import leftover_keys, run_keys
 from simulator.scripts import load
 from simulator.servers import EmbeddedCluster
 
@@ -122,3 +123,17 @@ def test_killed_node_stops_the_replay_with_a_clear_message():
     expected = replay(trace, "fixed_window", 5, 1000)
     t_sorted = expected.iloc[np.argsort(expected["t_ms"].to_numpy(), kind="stable")]
     assert [d.allowed for *_, d in done] == t_sorted["allowed"].tolist()[: len(done)]
+
+
+def test_leftover_keys_are_found_on_every_node(backend):
+    requests = [(f"left {i}", t) for i in range(300) for t in (0, 1500, 2500)]
+    keys = run_keys("sliding_counter", 3, 1000, requests, backend)
+    assert len(keys) == 300 * 4  # windows -1, 0, 1, 2 for each client, each key once
+    assert backend.existing(keys) == (0, [])
+    left = keys[5::97]
+    for key in left:
+        backend.client.set(key, "1")
+    assert len({backend.client.get_node_from_key(k).name for k in left}) == 3  # all masters
+    found, examples = backend.existing(keys)
+    assert found == len(left) and len(examples) == 3 and set(examples) <= set(left)
+    assert "already exist" in leftover_keys(backend, "redis+cluster://x", lambda: keys)

@@ -19,15 +19,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from test_real_servers import no_server_left_behind  # noqa: F401
 
-from simulator.backends import BackendError, RedisBackend
+from simulator.backends import Backend, BackendError, RedisBackend
+from simulator.cli import main
 from simulator.clients import register_process
 from simulator.model import simulate
 from simulator.reference import REFERENCES
+from simulator.runs import stop_between_calls
 from simulator.scenario import ClientSpec, ConstantRate, Scenario
+from simulator.scripts import load
 from simulator.servers import EmbeddedValkey
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,6 +146,7 @@ def test_script_error_on_a_url_backend(tmp_path):
         server.client().set("rl:fw:{bob}:0", "not a counter")
         args = ["replay", str(trace_csv), "--algorithm", "fixed_window", "--limit", "5"]
         args += ["--window", "1", "--backend", server.url, "--out", str(tmp_path / "o.csv")]
+        args += ["--reuse-keys"]  # the wrong-type key is left there on purpose
         out = subprocess.run(
             [sys.executable, "-m", "simulator", *args],
             cwd=ROOT,
@@ -182,3 +187,92 @@ def test_server_killed_mid_simulation():
     message = str(err.value)
     assert "backend valkey failed" in message and "t_ms=2510" in message
     assert f"after {len(rows)} decisions" in message and len(rows) == 251
+
+
+def test_leftover_keys_on_a_url_backend_refuse_the_run(tmp_path, capsys):
+    trace_csv, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
+    trace_csv.write_text("t_ms,client\n0,alice\n1,bob\n2,alice\n")
+    with EmbeddedValkey() as server:
+        args = ["replay", str(trace_csv), "--algorithm", "fixed_window", "--limit", "1"]
+        args += ["--window", "60", "--backend", server.url, "--out", str(out_csv)]
+        assert main(args) == 0
+        first = pd.read_csv(out_csv)
+        out_csv.unlink()
+        capsys.readouterr()
+
+        assert main(args) == 2  # the same run again: the first one's counters are still there
+        error = capsys.readouterr().err
+        assert "2 of the 2 keys this run uses already exist" in error
+        assert "rl:fw:{alice}:0" in error and "--reuse-keys" in error
+        assert not out_csv.exists()  # refused before the output was touched
+
+        assert main([*args, "--reuse-keys"]) == 0  # asked for: runs on the old counters
+        assert pd.read_csv(out_csv)["allowed"].sum() < first["allowed"].sum()
+
+        server.client().set("rl:sl:{user}", "left")  # a burst on the same server
+        burst = ["burst", "--limit", "3", "--backend", server.url]
+        assert main(burst) == 2
+        assert "1 of the 6 keys this run uses already exist (e.g. rl:sl:{user})" in (
+            capsys.readouterr().err
+        )
+        assert server.client().ping()  # a server the program did not start is left running
+
+
+def test_burst_interrupted_on_a_real_server_stops_its_server():
+    args = ["burst", "--limit", "100000", "--backend", "valkey"]  # 200000 calls, one at a time
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator", *args],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stderr is not None
+    status = proc.stderr.readline()
+    match = re.match(r"backend valkey: valkey-server pid (\d+) on 127\.0\.0\.1:(\d+)/0", status)
+    assert match, status
+    pid, port = int(match.group(1)), int(match.group(2))
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 60
+    while not client.exists("rl:fw:{user}:0"):  # the burst is under way
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    client.close()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
+    deadline = time.monotonic() + 10
+    while not pid_gone(pid):
+        assert time.monotonic() < deadline, f"valkey-server {pid} outlived the program"
+        time.sleep(0.01)
+
+
+class SignalInCall(Backend):
+    """Test-only backend: a signal arrives while each call is on the server."""
+
+    name = "slow"
+    client = None
+
+    def __init__(self) -> None:
+        self.completed = 0
+
+    def call(self, script, keys, args):
+        os.kill(os.getpid(), signal.SIGINT)
+        self.completed += 1  # the reply came in after the signal
+        return [1, 0, 5, 4, 1000, 0]
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_signal_during_a_call_stops_the_run_after_it():
+    backend = SignalInCall()
+    with pytest.raises(KeyboardInterrupt), stop_between_calls(backend):
+        backend.call(load("fixed_window"), ["k"], [0])
+        pytest.fail("the run went on after the call")  # pragma: no cover
+    assert backend.completed == 1
+    assert backend.call.__func__ is SignalInCall.call  # the wrapper is gone
+    with pytest.raises(KeyboardInterrupt), stop_between_calls(backend):
+        os.kill(os.getpid(), signal.SIGINT)  # between calls: at once
+        time.sleep(5)
+        pytest.fail("a signal between calls waited")  # pragma: no cover
