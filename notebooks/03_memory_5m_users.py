@@ -122,9 +122,9 @@ side
 # What the whiteboard misses:
 #
 # * **Per-key overhead.** A counter's payload is 8 bytes, but the key costs ~56 bytes by
-#   `MEMORY USAGE` and ~95 bytes of `used_memory`: the object header with the key embedded, its
-#   slot in the keyspace table and its slot in the expiry table. The counters come out about 2.5x
-#   the whiteboard; the log only ~1.3x, because its entries are packed in one listpack.
+#   `MEMORY USAGE` and ~90 bytes of `used_memory`: the object header with the key embedded, its
+#   slot in the keyspace table and its slot in the expiry table. The counters come out about 2.4x
+#   the whiteboard; the log only ~1.4x, because its entries are packed in one listpack.
 # * **The worst moment.** At a minute's seam the fixed window has two keys alive (the old one has
 #   not expired yet), the sliding counter three: plan for the seam, not the steady state.
 # * **Request ids.** The log stores whatever id the caller passes: `<now_ms>-<seq>` (what
