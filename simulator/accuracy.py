@@ -188,7 +188,7 @@ def summarise(decisions: pd.DataFrame, clients: pd.DataFrame, limit: int, family
 
 def run_study(
     traces: Iterable[tuple[str, pd.DataFrame, int, int]],
-    on_family: Callable[[str, int], None] | None = None,
+    on_family: Callable[[str, int], object] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Compare every ``(family, trace, limit, window_ms)``; returns decisions, clients, summary."""
     decisions, clients, rows = [], [], []

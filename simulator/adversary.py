@@ -213,7 +213,9 @@ def search(
             t = other + int(rng.choice([-w, 0, w])) + int(rng.integers(-2, 3))
         elif op == 3:  # resize
             n = int(
-                rng.choice([1, L - 1, L, n + int(rng.integers(-10, 11)), rng.integers(1, cap + 1)])
+                rng.choice(
+                    [1, L - 1, L, n + int(rng.integers(-10, 11)), int(rng.integers(1, cap + 1))]
+                )
             )
         elif op == 4 and len(out) < c.max_bursts:
             out.append((int(rng.integers(0, horizon)), int(rng.integers(1, cap + 1))))
@@ -303,7 +305,7 @@ def worst_cases(
 ) -> tuple[pd.DataFrame, dict[str, SearchResult]]:
     """Per algorithm: the hand-made adversaries and the search, each confirmed on the Lua path."""
     L, w = config.limit, config.window_ms
-    named = {
+    named: dict[str, SeamTimer | EndBunching] = {
         "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
         "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
     }

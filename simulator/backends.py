@@ -165,7 +165,7 @@ class Backend:
             groups.setdefault((slot, (n - 1) // 500), []).append(key)
         try:
             counts = self._pipelined_exists(list(groups.values()))
-            found, examples = sum(counts), []
+            found, examples = sum(counts), list[str]()
             for group, count in zip(groups.values(), counts, strict=True):
                 if count and len(examples) < show:
                     hits = self._pipelined_exists([[k] for k in group])

@@ -60,7 +60,7 @@ def _sim_rate(algorithm: str, decisions: int) -> tuple[float, int]:
 
 def bench_core(
     decisions: int = 10_000, out: Callable[[str], None] = print, repeats: int = 3
-) -> list[dict[str, float]]:
+) -> list[dict[str, object]]:
     out(
         f"core: {decisions} decisions per algorithm, {CLIENTS} clients, embedded fakeredis; "
         f"best of {repeats} interleaved runs"

@@ -134,7 +134,7 @@ def stop_between_calls(backend: Backend) -> Iterator[StopFlag]:
             flag.check()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    backend.call = call  # type: ignore[method-assign]
+    backend.call = call  # type: ignore[method-assign,assignment]
     try:
         yield flag
     finally:

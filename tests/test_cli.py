@@ -16,7 +16,11 @@ ALGORITHMS = ("fixed_window", "echomq", "sliding_log", "sliding_counter")
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "simulator", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+        [sys.executable, "-m", "simulator", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
     )
 
 
@@ -59,8 +63,18 @@ def test_replay_csv_in_any_order_ties_in_file_order(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text("client,t_ms\nb,2000\na,10\na,10\na,10\nb,5\n")
     out_csv = tmp_path / "o.csv"
-    out = run("replay", str(trace), "--algorithm", "sliding_log", "--limit", "2", "--window", "1",
-              "--out", str(out_csv))
+    out = run(
+        "replay",
+        str(trace),
+        "--algorithm",
+        "sliding_log",
+        "--limit",
+        "2",
+        "--window",
+        "1",
+        "--out",
+        str(out_csv),
+    )
     assert out.returncode == 0, out.stderr
     frame = pd.read_csv(out_csv)
     assert list(frame["client"]) == ["b", "a", "a", "a", "b"]
@@ -89,17 +103,36 @@ def test_malformed_access_log_line(tmp_path):
     log = tmp_path / "bad.log"
     lines = APACHE_LOG.read_text().splitlines()[:3] + ["garbage line"]
     log.write_text("\n".join(lines) + "\n")
-    out = run("replay", str(log), "--format", "clf", "--algorithm", "echomq", "--limit", "5",
-              "--window", "1")
+    out = run(
+        "replay",
+        str(log),
+        "--format",
+        "clf",
+        "--algorithm",
+        "echomq",
+        "--limit",
+        "5",
+        "--window",
+        "1",
+    )
     assert out.returncode == 2 and "bad.log:4:" in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (["--algorithm", "token_bucket", "--limit", "5", "--window", "1"], "unknown algorithm 'token_bucket'"),
-        (["--algorithm", "echomq", "--limit", "0", "--window", "1"], "--limit: must be an integer >= 1"),
-        (["--algorithm", "echomq", "--limit", "5", "--window", "-1"], "--window: must be a number > 0"),
+        (
+            ["--algorithm", "token_bucket", "--limit", "5", "--window", "1"],
+            "unknown algorithm 'token_bucket'",
+        ),
+        (
+            ["--algorithm", "echomq", "--limit", "0", "--window", "1"],
+            "--limit: must be an integer >= 1",
+        ),
+        (
+            ["--algorithm", "echomq", "--limit", "5", "--window", "-1"],
+            "--window: must be a number > 0",
+        ),
     ],
 )
 def test_bad_options_exit_2_naming_the_field(tmp_path, args, needle):
@@ -112,8 +145,16 @@ def test_bad_options_exit_2_naming_the_field(tmp_path, args, needle):
 
 
 def test_missing_trace_file(tmp_path):
-    out = run("replay", str(tmp_path / "nope.csv"), "--algorithm", "echomq", "--limit", "1",
-              "--window", "1")
+    out = run(
+        "replay",
+        str(tmp_path / "nope.csv"),
+        "--algorithm",
+        "echomq",
+        "--limit",
+        "1",
+        "--window",
+        "1",
+    )
     assert out.returncode == 2 and "nope.csv: cannot open" in out.stderr
 
 

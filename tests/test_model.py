@@ -63,7 +63,12 @@ def test_log_has_explicit_dtypes_and_header_values():
     assert refused["retry_after_ms"].notna().all() and (refused["retry_after_ms"] > 0).all()
     assert frame.loc[frame["allowed"], "retry_after_ms"].isna().all()
     headers = http_headers(refused.iloc[0])
-    assert set(headers) == {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"}
+    assert set(headers) == {
+        "RateLimit-Limit",
+        "RateLimit-Remaining",
+        "RateLimit-Reset",
+        "Retry-After",
+    }
 
 
 def test_polite_client_waits_its_retry_after():

@@ -48,11 +48,15 @@ def test_notebook_is_in_step_with_its_source(path):
     from_py = jupytext.read(source)
     from_nb = nbformat.read(path, as_version=4)
     cells = lambda nb: [(c.cell_type, c.source.strip()) for c in nb.cells]  # noqa: E731
-    assert cells(from_py) == cells(from_nb), f"{path.name} and {source.name} differ: run make notebooks"
+    assert cells(from_py) == cells(from_nb), (
+        f"{path.name} and {source.name} differ: run make notebooks"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_has_a_parameter_cell(path):
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert "parameters" in code[0].metadata.get("tags", []), f"{path.name}: first code cell untagged"
+    assert "parameters" in code[0].metadata.get("tags", []), (
+        f"{path.name}: first code cell untagged"
+    )

@@ -15,7 +15,9 @@ CLIENT_IDS = st.sampled_from(["alice", "bob", "", "{x}", "a:b", "a b", "ü", "%"
 
 traces = st.lists(
     st.tuples(
-        st.one_of(st.just(0), st.integers(0, 3), st.integers(0, 2500)),  # gap to previous request, ms
+        st.one_of(
+            st.just(0), st.integers(0, 3), st.integers(0, 2500)
+        ),  # gap to previous request, ms
         CLIENT_IDS,
     ),
     min_size=1,
