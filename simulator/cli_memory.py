@@ -159,7 +159,7 @@ def register(subparsers: Any) -> None:
         "--full",
         action="store_true",
         help=f"load {memory.TARGET_USERS:,} users per layout where the budget allows "
-        f"(default budget {FULL_BUDGET_GIB:g} GiB; about 10-20 minutes)",
+        f"(default budget {FULL_BUDGET_GIB:g} GiB; about 25 minutes on 2 cores)",
     )
     p.add_argument(
         "--budget",
