@@ -39,24 +39,23 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_float(text: str) -> float:
+def _number(text: str, minimum: float, inclusive: bool) -> float:
+    wanted = f"a number {'>=' if inclusive else '>'} {minimum:g}"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+    if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
     return value
+
+
+def positive_float(text: str) -> float:
+    return _number(text, 0, inclusive=False)
 
 
 def nonneg_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
-    return value
+    return _number(text, 0, inclusive=True)
 
 
 def algorithm_name(text: str) -> str:

@@ -18,6 +18,7 @@ import hashlib
 import math
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -134,18 +135,6 @@ def _batches(t_ms: Sequence[int], size: int, same_ms: bool) -> list[tuple[int, i
     return bounds
 
 
-def _one_at_a_time(backend: Backend, batches: Iterator[list]) -> Iterator[list]:
-    """One round trip per call, through the client's own ``EVALSHA`` (no pipelining at all)."""
-    for batch in batches:
-        replies: list = []
-        for call in batch:
-            try:
-                replies.append(backend.call(*call))
-            except ScriptError as exc:
-                replies.append(exc)
-        yield replies
-
-
 def _replay_process(
     env: simpy.Environment,
     t_ms: list[int],
@@ -168,7 +157,8 @@ def _replay_process(
             yield list(map(call, clients[lo:hi], t_ms[lo:hi]))
 
     backend = limiter.backend
-    stream = backend.stream(batches(), depth) if depth > 0 else _one_at_a_time(backend, batches())
+    # depth 0: one round trip per call, through the base class (no pipelining at all)
+    stream = (backend.stream if depth > 0 else partial(Backend.stream, backend))(batches(), depth)
     try:
         for lo, hi in bounds:
             if t_ms[lo] > env.now:
