@@ -47,6 +47,7 @@ SEARCH_GENERATIONS = 40  # adversary search effort per algorithm (full: 300)
 SEED = 0
 
 # %%
+# %matplotlib inline
 import pandas as pd
 
 from simulator import accuracy, adversary, charts_accuracy

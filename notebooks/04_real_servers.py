@@ -29,10 +29,10 @@ REQUESTS = {"ci": 3_000, "full": 50_000}[SIZE]  # requests per replayed trace
 BENCH_DECISIONS = {"ci": 5_000, "full": 50_000}[SIZE]  # decisions per speed measurement
 
 # %%
+# %matplotlib inline
 import numpy as np
 import pandas as pd
 import redis
-from matplotlib import pyplot as plt
 from redis.cluster import key_slot
 
 from simulator import charts
@@ -159,16 +159,8 @@ cluster.stop()
 # instead; it makes the same decisions here (the trace fits in one window).
 
 # %%
-figures = pd.DataFrame(bench_servers(BENCH_DECISIONS)).set_index("algorithm")
-per_s = figures[["one_round_trip_per_s", "pipelined_per_s", "limits_per_s"]]
-methods = {"one_round_trip_per_s": "one round trip", "pipelined_per_s": "pipelined",
-           "limits_per_s": "limits package"}
-ax = per_s.rename(columns=methods).T.plot.bar(color=[charts.PALETTE[a] for a in per_s.index])
-ax.set_title("Pipelining, not the server, sets the pace of a replay")
-ax.set_ylabel("decisions per second")
-ax.set_xlabel("")
-plt.xticks(rotation=0)
-plt.show()
+figures = pd.DataFrame(bench_servers(BENCH_DECISIONS))
+charts.replay_speed_figure(figures)
 
 # %% [markdown]
 # ## What it means

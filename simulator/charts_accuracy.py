@@ -10,13 +10,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
 from simulator import metrics
-from simulator.charts import LABELS, ORDER, PALETTE, save
+from simulator.charts import LABELS, ORDER, PALETTE, save, subplots
 
 __all__ = [
     "families_figure",
@@ -50,7 +50,7 @@ def with_cloudflare(summary: pd.DataFrame) -> pd.DataFrame:
 def families_figure(summary: pd.DataFrame) -> Figure:
     """Cloudflare's figures and ours, family by family, one panel per figure."""
     table = with_cloudflare(summary)
-    fig, axes = plt.subplots(1, len(_PANELS), figsize=(16, 0.5 * len(table) + 1.8), sharey=True)
+    fig, axes = subplots(1, len(_PANELS), figsize=(16, 0.5 * len(table) + 1.8), sharey=True)
     y = np.arange(len(table))[::-1]
     colours = [PALETTE["exact"]] + [PALETTE["sliding_counter"]] * (len(table) - 1)
     for ax, (column, title) in zip(axes, _PANELS, strict=True):
@@ -77,9 +77,9 @@ def families_figure(summary: pd.DataFrame) -> Figure:
 def error_figure(decisions: pd.DataFrame) -> Figure:
     """Distribution of estimate - exact per family (requests), all decisions."""
     fams = list(decisions["family"].cat.categories)
-    fig, ax = plt.subplots(figsize=(9, 4.8))
+    fig, ax = subplots(figsize=(9, 4.8))
     bins = np.arange(-60.5, 61.5, 1.0)
-    cmap = plt.get_cmap("viridis", len(fams))
+    cmap = matplotlib.colormaps["viridis"].resampled(len(fams))
     for i, fam in enumerate(fams):
         err = decisions.loc[decisions["family"] == fam, "error"].to_numpy()
         share = np.histogram(np.clip(err, -60, 60), bins=bins)[0] / max(len(err), 1)
@@ -100,7 +100,7 @@ def error_figure(decisions: pd.DataFrame) -> Figure:
 
 def load_sweep_figure(sweep: pd.DataFrame) -> Figure:
     """Error figures as offered load grows, one line style per figure and kind."""
-    fig, ax = plt.subplots(figsize=(8, 4.6))
+    fig, ax = subplots(figsize=(8, 4.6))
     styles = {"poisson": "-", "on_off": "--"}
     for kind, part in sweep.groupby("kind", sort=False):
         for column, marker, label in (
@@ -134,9 +134,7 @@ def load_sweep_figure(sweep: pd.DataFrame) -> Figure:
 def schedule_figure(frames: dict[str, pd.DataFrame], limit: int, window_ms: int) -> Figure:
     """The winning schedule per algorithm (as replayed on the Lua path): requests and window count."""
     algorithms = [a for a in ORDER if a in frames]
-    fig, axes = plt.subplots(
-        2, len(algorithms), figsize=(4.2 * len(algorithms), 6.2), squeeze=False
-    )
+    fig, axes = subplots(2, len(algorithms), figsize=(4.2 * len(algorithms), 6.2), squeeze=False)
     for col, algorithm in enumerate(algorithms):
         frame = frames[algorithm]
         top, bottom = axes[0, col], axes[1, col]
