@@ -30,6 +30,7 @@ def encode_client(client: str) -> str:
     return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in data)
 
 
+@lru_cache(maxsize=65536)
 def hash_tag(client: str) -> str:
     """The ``{...}`` hash tag shared by every key of one client."""
     return "{" + encode_client(client) + "}"

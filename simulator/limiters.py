@@ -43,14 +43,9 @@ class Limiter:
 
     @staticmethod
     def parse(reply: Sequence[Any]) -> Decision:
-        return Decision(
-            bool(reply[0]),
-            float(reply[1]),
-            int(reply[2]),
-            int(reply[3]),
-            int(reply[4]),
-            int(reply[5]),
-        )
+        # Integer replies arrive as ints; only the sliding counter's estimate is a string.
+        allowed, count, limit, remaining, reset_ms, retry_after_ms = reply
+        return Decision(allowed == 1, float(count), limit, remaining, reset_ms, retry_after_ms)
 
     def call(self, client: str, now_ms: int) -> tuple[Script, Sequence[str], Sequence[Any]]:
         """The script call for one request (what :meth:`decide` sends; pipelines batch these)."""
