@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from simulator.backends import Backend
-from simulator.keys import encode_client, hash_tag
+from simulator.keys import hash_tag
 from simulator.records import Decision
 from simulator.scripts import Script, load
 
@@ -87,7 +87,7 @@ class EchoMQ(Limiter):
 
 
 def echomq_keys(queue: str) -> tuple[str, str]:
-    tag = "{" + encode_client(queue) + "}"
+    tag = hash_tag(queue)
     return (f"emq:{tag}:limiter", f"emq:{tag}:meta")
 
 
