@@ -158,10 +158,7 @@ def _request_times(layout: Layout, now_ms: int) -> list[int]:
 def _pipelined(backend: RedisBackend, calls: Sequence[Any], chunk: int = 2000) -> None:
     """Run script calls in order, ``chunk`` per round trip (the replies are not needed here)."""
     for start in range(0, len(calls), chunk):
-        pipe = backend.client.pipeline(transaction=False)
-        for script, keys, args in calls[start : start + chunk]:
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
-        pipe.execute()
+        backend.call_many(calls[start : start + chunk])
 
 
 def build_users(
