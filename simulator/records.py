@@ -15,7 +15,15 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-__all__ = ["Decision", "COLUMNS", "DTYPES", "DecisionLog", "to_frame", "http_headers"]
+__all__ = [
+    "Decision",
+    "COLUMNS",
+    "DTYPES",
+    "CLIENT_DTYPE",
+    "DecisionLog",
+    "to_frame",
+    "http_headers",
+]
 
 
 class Decision(NamedTuple):
@@ -43,6 +51,11 @@ DTYPES: dict[str, str] = {
     "retry_after_ms": "Int64",  # <NA> when allowed: no Retry-After header is sent
 }
 COLUMNS = tuple(DTYPES)
+#: Client ids are kept in Python strings: an id read from a file may hold undecodable bytes as
+#: lone surrogates (``surrogateescape``), which Arrow-backed strings cannot hold.
+CLIENT_DTYPE = pd.StringDtype("python")
+#: What :func:`to_frame` converts to (the names in :data:`DTYPES`, the client column as above).
+_CONVERT: dict[str, object] = {**DTYPES, "client": CLIENT_DTYPE}
 
 
 class DecisionLog:
@@ -74,7 +87,7 @@ def to_frame(
         "run_id": [run_id] * n,
         "seed": np.full(n, seed, dtype="int64"),
         "algorithm": [algorithm] * n,
-        "client": list(clients),
+        "client": pd.array(list(clients), dtype=CLIENT_DTYPE),
         "t_ms": np.array(t_ms, dtype="int64"),
     }
     columns = zip(*decisions, strict=True) if rows else [()] * len(Decision._fields)
@@ -82,7 +95,7 @@ def to_frame(
         data[name] = np.array(values, dtype="int64" if name == "retry_after_ms" else DTYPES[name])
     frame = pd.DataFrame(data, columns=list(COLUMNS))
     frame["retry_after_ms"] = frame["retry_after_ms"].where(~frame["allowed"], None)
-    return frame.astype(DTYPES)
+    return frame.astype(_CONVERT)
 
 
 def http_headers(row: pd.Series | Decision) -> dict[str, str]:

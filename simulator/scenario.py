@@ -8,6 +8,7 @@ at once with one message naming the field (``limit: must be >= 1, got 0``). Swee
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -19,23 +20,95 @@ __all__ = [
     "OnOff",
     "Polite",
     "Scenario",
+    "check_int",
+    "check_number",
+    "check_client_id",
+    "MAX_T_MS",
+    "MAX_WINDOW_MS",
+    "MAX_LIMIT",
 ]
 
 KNOWN_ALGORITHMS = ("fixed_window", "echomq", "sliding_log", "sliding_counter")
+
+#: The largest integer a Lua number (a double) holds exactly: scripts compute with times, windows
+#: and counts as Lua numbers, so every value they see stays below it.
+LUA_EXACT = 2**53
+#: Latest request time (ms): a script computes ``t_ms + 2 x window_ms`` and that must stay exact.
+MAX_T_MS = 2**52 - 1
+#: Longest window (ms, about 35,700 years).
+MAX_WINDOW_MS = 2**50
+#: Largest limit per window.
+MAX_LIMIT = 2**50
 
 
 class ConfigError(ValueError):
     """A scenario or client field has a value the model cannot run with."""
 
 
-def _finite_nonneg(owner: str, name: str, value: float) -> None:
-    if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{owner}.{name}: must be a finite number >= 0, got {value!r}")
+def check_int(owner: str, name: str, value: object, lo: int, hi: int | None = None) -> int:
+    """``value`` as a Python int in ``[lo, hi]``, or a :class:`ConfigError` naming the field.
+
+    Integers of any kind are accepted (numpy's too); booleans, floats and strings are not.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{owner}.{name}: must be an integer, got {value!r}")
+    number = int(value)
+    if number < lo or (hi is not None and number > hi):
+        bound = f">= {lo}" if hi is None else f"from {lo} to {hi:,}"
+        raise ConfigError(f"{owner}.{name}: must be an integer {bound}, got {number}")
+    return number
 
 
-def _positive(owner: str, name: str, value: float) -> None:
-    if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{owner}.{name}: must be a finite number > 0, got {value!r}")
+def check_number(
+    owner: str, name: str, value: object, *, positive: bool = False, hi: float | None = None
+) -> float:
+    """``value`` as a finite float ``>= 0`` (``> 0`` if ``positive``, ``<= hi``), or ConfigError."""
+    wanted = f"a finite number {'>' if positive else '>='} 0" + (
+        f" and <= {hi:,.0f}" if hi is not None else ""
+    )
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{owner}.{name}: must be {wanted}, got {value!r}")
+    number = float(value)
+    if (
+        not math.isfinite(number)
+        or number < 0
+        or (positive and number == 0)
+        or (hi is not None and number > hi)
+    ):
+        raise ConfigError(f"{owner}.{name}: must be {wanted}, got {value!r}")
+    return number
+
+
+def check_client_id(owner: str, name: str, value: object) -> str:
+    """A client id: any string whose bytes can be written back out.
+
+    Ids read from files keep undecodable bytes as lone surrogates U+DC80..U+DCFF (Python's
+    ``surrogateescape``); any other lone surrogate stands for no byte at all and is refused.
+    """
+    if not isinstance(value, str):
+        raise ConfigError(f"{owner}.{name}: must be a string, got {value!r}")
+    try:
+        value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ConfigError(
+            f"{owner}.{name}: {value!r} holds a lone surrogate ({exc.object[exc.start]!r}) "
+            "that stands for no byte"
+        ) from None
+    return value
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)  # a frozen dataclass normalising its own field
+
+
+def _finite_nonneg(obj: object, name: str, hi: float | None = None) -> None:
+    value = check_number(type(obj).__name__, name, getattr(obj, name), hi=hi)
+    _set(obj, name, value)
+
+
+def _positive(obj: object, name: str, hi: float | None = None) -> None:
+    value = check_number(type(obj).__name__, name, getattr(obj, name), positive=True, hi=hi)
+    _set(obj, name, value)
 
 
 @dataclass(frozen=True)
@@ -45,8 +118,7 @@ class ClientSpec:
     name: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str):
-            raise ConfigError(f"{type(self).__name__}.name: must be a string, got {self.name!r}")
+        check_client_id(type(self).__name__, "name", self.name)
 
 
 @dataclass(frozen=True)
@@ -58,8 +130,8 @@ class ConstantRate(ClientSpec):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _finite_nonneg(type(self).__name__, "rate_per_s", self.rate_per_s)
-        _finite_nonneg(type(self).__name__, "start_ms", self.start_ms)
+        _finite_nonneg(self, "rate_per_s")
+        _finite_nonneg(self, "start_ms", MAX_T_MS)
 
 
 @dataclass(frozen=True)
@@ -76,12 +148,11 @@ class BurstAt(ClientSpec):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.n, int) or self.n < 0:
-            raise ConfigError(f"BurstAt.n: must be an integer >= 0, got {self.n!r}")
+        _set(self, "n", check_int("BurstAt", "n", self.n, 0, MAX_LIMIT))
         if not isinstance(self.at_s, tuple):
             raise ConfigError(f"BurstAt.at_s: must be a tuple of seconds, got {self.at_s!r}")
-        for s in self.at_s:
-            _finite_nonneg("BurstAt", "at_s", s)
+        seconds = tuple(check_number("BurstAt", "at_s", s, hi=MAX_T_MS / 1000) for s in self.at_s)
+        _set(self, "at_s", seconds)
 
 
 @dataclass(frozen=True)
@@ -95,10 +166,10 @@ class OnOff(ClientSpec):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _finite_nonneg("OnOff", "rate_per_s", self.rate_per_s)
-        _positive("OnOff", "on_ms", self.on_ms)
-        _finite_nonneg("OnOff", "off_ms", self.off_ms)
-        _finite_nonneg("OnOff", "start_ms", self.start_ms)
+        _finite_nonneg(self, "rate_per_s")
+        _positive(self, "on_ms", MAX_T_MS)
+        _finite_nonneg(self, "off_ms", MAX_T_MS)
+        _finite_nonneg(self, "start_ms", MAX_T_MS)
 
 
 @dataclass(frozen=True)
@@ -122,14 +193,13 @@ class Scenario:
             raise ConfigError(
                 f"Scenario.algorithm: unknown {self.algorithm!r}; known: {', '.join(KNOWN_ALGORITHMS)}"
             )
-        if not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 1:
-            raise ConfigError(f"Scenario.limit: must be an integer >= 1, got {self.limit!r}")
-        if not isinstance(self.window_ms, int) or self.window_ms <= 0:
-            raise ConfigError(f"Scenario.window_ms: must be an integer > 0, got {self.window_ms!r}")
-        _positive("Scenario", "duration_ms", self.duration_ms)
+        _set(self, "limit", check_int("Scenario", "limit", self.limit, 1, MAX_LIMIT))
+        _set(
+            self, "window_ms", check_int("Scenario", "window_ms", self.window_ms, 1, MAX_WINDOW_MS)
+        )
+        _positive(self, "duration_ms", MAX_T_MS)
         if not isinstance(self.clients, tuple) or not all(
             isinstance(c, ClientSpec) for c in self.clients
         ):
             raise ConfigError("Scenario.clients: must be a tuple of client specs")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"Scenario.seed: must be an integer >= 0, got {self.seed!r}")
+        _set(self, "seed", check_int("Scenario", "seed", self.seed, 0))

@@ -103,11 +103,44 @@ def test_rolling_admitted_matches_brute_force():
         (lambda: ConstantRate("c", rate_per_s=-1), "ConstantRate.rate_per_s"),
         (lambda: BurstAt("b", n=-1), "BurstAt.n"),
         (lambda: OnOff("o", on_ms=0), "OnOff.on_ms"),
+        # booleans are not numbers here, and values past what a Lua number holds are refused
+        (lambda: Scenario("fixed_window", 1, True, 10), "Scenario.window_ms"),
+        (lambda: Scenario("fixed_window", True, 1000, 10), "Scenario.limit"),
+        (lambda: Scenario("fixed_window", 1, 1000, 10, seed=True), "Scenario.seed"),
+        (lambda: Scenario("fixed_window", 10**30, 1000, 10), "Scenario.limit"),
+        (lambda: Scenario("fixed_window", 1, 10**30, 10), "Scenario.window_ms"),
+        (lambda: Scenario("fixed_window", 1, 1000, 1e30), "Scenario.duration_ms"),
+        (lambda: Poisson("p", rate_per_s=True), "Poisson.rate_per_s"),
+        (lambda: BurstAt("b", n=True), "BurstAt.n"),
+        (lambda: BurstAt("b", at_s=(False,)), "BurstAt.at_s"),
+        (lambda: Poisson("a\ud800"), "Poisson.name"),  # a lone surrogate that is no byte
     ],
 )
 def test_bad_values_name_the_field(make, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         make()
+
+
+def test_numpy_numbers_are_accepted_and_stored_as_python_numbers():
+    scenario = Scenario(
+        "fixed_window",
+        limit=np.int64(3),
+        window_ms=np.int64(1000),
+        duration_ms=np.float64(2500),
+        clients=(ConstantRate("c", rate_per_s=np.float64(4)), BurstAt("b", n=np.int32(2))),
+        seed=np.uint8(7),
+    )
+    assert (type(scenario.limit), type(scenario.window_ms), type(scenario.seed)) == (int, int, int)
+    assert type(scenario.clients[1].n) is int
+    assert simulate(scenario)["allowed"].sum() == (3 + 3 + 2) + 2  # c: 3, 3, 2 per window; b: 2
+
+
+def test_a_client_id_with_escaped_bytes_runs_and_keeps_its_bytes():
+    raw = b"a\xff"  # an undecodable byte, as read from a log with surrogateescape
+    name = raw.decode("utf-8", "surrogateescape")
+    frame = simulate(Scenario("sliding_log", 1, 1000, 10, (BurstAt(name, n=2),)))
+    assert frame["client"].tolist() == [name, name]
+    assert frame["client"][0].encode("utf-8", "surrogateescape") == raw
 
 
 def test_sweeps_with_replace():
