@@ -62,13 +62,17 @@ def check_int(owner: str, name: str, value: object, lo: int, hi: int | None = No
 def check_number(
     owner: str, name: str, value: object, *, positive: bool = False, hi: float | None = None
 ) -> float:
-    """``value`` as a finite float ``>= 0`` (``> 0`` if ``positive``, ``<= hi``), or ConfigError."""
+    """``value`` as a finite number ``>= 0`` (``> 0`` if ``positive``, ``<= hi``), or ConfigError."""
     wanted = f"a finite number {'>' if positive else '>='} 0" + (
         f" and <= {hi:,.0f}" if hi is not None else ""
     )
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(f"{owner}.{name}: must be {wanted}, got {value!r}")
-    number = float(value)
+    # Python numbers are kept as given (a run's id is made from the scenario's repr); others,
+    # such as numpy's, become floats.
+    number: float = (
+        value if isinstance(value, int | float) and type(value) in (int, float) else float(value)
+    )
     if (
         not math.isfinite(number)
         or number < 0
