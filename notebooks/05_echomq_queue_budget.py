@@ -222,4 +222,4 @@ queue_studies.no_max_answers("room/7")
 # - One queue and budget per room isolates rooms from a flood, at the price of idle budget.
 # - INCR and PEXPIRE must be one atomic step; a crash between them ends the budget for good.
 #
-# `python -m simulator charts --only charts_queue` regenerates these figures under `data/`.
+# `python -m simulator charts --only queue` regenerates these figures under `data/`.

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import math
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ import pandas as pd
 
 from simulator.backends import BackendError, ScriptError
 from simulator.limiters import ALGORITHMS
-from simulator.scenario import ConfigError
+from simulator.scenario import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS, ConfigError
 from simulator.traces import TraceError
 
 __all__ = ["main", "build_parser", "UsageError"]
@@ -30,22 +31,43 @@ class UsageError(Exception):
 
 
 def positive_int(text: str) -> int:
+    return _integer(text, 1, None)
+
+
+def _integer(text: str, minimum: int, maximum: int | None) -> int:
+    wanted = (
+        f"an integer >= {minimum}"
+        if maximum is None
+        else f"an integer from {minimum} to {maximum:,}"
+    )
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
     return value
 
 
-def _number(text: str, minimum: float, inclusive: bool) -> float:
+def limit_count(text: str) -> int:
+    """A limit per window: 1 to MAX_LIMIT (scripts count in Lua numbers, exact below 2^53)."""
+    return _integer(text, 1, MAX_LIMIT)
+
+
+def _number(text: str, minimum: float, inclusive: bool, maximum: float | None = None) -> float:
     wanted = f"a number {'>=' if inclusive else '>'} {minimum:g}"
+    if maximum is not None:
+        wanted += f" and <= {maximum:,.0f}"
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
-    if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+    if (
+        not math.isfinite(value)
+        or value < minimum
+        or (value == minimum and not inclusive)
+        or (maximum is not None and value > maximum)
+    ):
         raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
     return value
 
@@ -56,6 +78,21 @@ def positive_float(text: str) -> float:
 
 def nonneg_float(text: str) -> float:
     return _number(text, 0, inclusive=True)
+
+
+def window_seconds(text: str) -> float:
+    """A window in seconds that is a whole number of milliseconds from 1 ms to MAX_WINDOW_MS."""
+    seconds = _number(text, 0, inclusive=False, maximum=MAX_WINDOW_MS / 1000)
+    if round(seconds * 1000) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 0.001 (one millisecond: scripts count whole ms), got {text!r}"
+        )
+    return seconds
+
+
+def second_of_run(text: str) -> float:
+    """A time in the run, in seconds from its start (>= 0, within what a script can hold)."""
+    return _number(text, 0, inclusive=True, maximum=MAX_T_MS / 1000)
 
 
 def algorithm_name(text: str) -> str:
@@ -71,18 +108,20 @@ def add_limit_options(
 ) -> None:
     p.add_argument(
         "--limit",
-        type=positive_int,
+        type=limit_count,
         default=limit,
         required=limit is None,
-        help="requests allowed per window (integer >= 1)" + (f"; default {limit}" if limit else ""),
+        help=f"requests allowed per window (integer, 1 to {MAX_LIMIT:,})"
+        + (f"; default {limit}" if limit else ""),
     )
     p.add_argument(
         "--window",
-        type=positive_float,
+        type=window_seconds,
         default=window_s,
         required=window_s is None,
         metavar="SECONDS",
-        help="window length in seconds (> 0; ms precision)"
+        help="window length in seconds (0.001 to "
+        f"{MAX_WINDOW_MS / 1000:,.0f}; rounded to whole ms)"
         + (f"; default {window_s:g}" if window_s else ""),
     )
 
@@ -298,13 +337,14 @@ def burst_charts(out_dir: Path, full: bool) -> list[Path]:
     return [out_dir / "boundary_burst.csv", *save(figure, "boundary_burst", out_dir)]
 
 
-#: Every chart job as "module:function"; each takes (out_dir, full) and returns the paths written.
-CHART_JOBS: list[str] = [
-    "simulator.cli:burst_charts",
-    "simulator.charts_accuracy:write_charts",
-    "simulator.charts_queue:write_charts",
-    "simulator.charts_memory:memory_charts",
-]
+#: Every chart job by its name for ``--only``, as "module:function"; each takes (out_dir, full)
+#: and returns the paths written.
+CHART_JOBS: dict[str, str] = {
+    "burst": "simulator.cli:burst_charts",
+    "accuracy": "simulator.charts_accuracy:write_charts",
+    "queue": "simulator.charts_queue:write_charts",
+    "memory": "simulator.charts_memory:memory_charts",
+}
 
 #: Modules that add their own subcommands through a ``register(subparsers)`` function.
 COMMAND_MODULES: list[str] = [
@@ -319,8 +359,8 @@ def _resolve(spec: str) -> Any:
 
 def cmd_charts(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir)
-    for job in CHART_JOBS:
-        if args.only and not any(word in job for word in args.only):
+    for name, job in CHART_JOBS.items():
+        if args.only and name not in args.only:
             continue
         for path in _resolve(job)(out_dir, args.full):
             print(f"wrote {path}")
@@ -355,14 +395,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_limit_options(p, 100, 60.0)
     p.add_argument(
         "--first",
-        type=nonneg_float,
+        type=second_of_run,
         default=59.0,
         metavar="SECOND",
         help="second of the first burst (default 59)",
     )
     p.add_argument(
         "--second",
-        type=nonneg_float,
+        type=second_of_run,
         default=61.0,
         metavar="SECOND",
         help="second of the second burst (default 61)",
@@ -429,10 +469,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--only",
-        nargs="*",
+        nargs="+",
+        choices=list(CHART_JOBS),
         default=None,
-        metavar="WORD",
-        help="run only the chart jobs whose name contains one of these words",
+        metavar="JOB",
+        help=f"run only these chart jobs (any of: {', '.join(CHART_JOBS)})",
     )
     p.set_defaults(func=cmd_charts)
 
@@ -456,10 +497,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # charts are files here, never windows
     parser = build_parser()
     args = parser.parse_args(argv)
+    # SIGTERM (a job runner, `kill`) takes the same way out as Ctrl-C: servers stopped, files
+    # closed, one message. Commands that must finish a call first install their own handler.
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args) or 0)
     except (UsageError, ConfigError, TraceError) as exc:
@@ -468,6 +516,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BackendError, ScriptError) as exc:
         print(f"{parser.prog} {args.command}: failed: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"{parser.prog} {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = signal.SIGTERM if str(exc) == f"signal {int(signal.SIGTERM)}" else signal.SIGINT
+        print(
+            f"{parser.prog} {args.command}: interrupted ({signal.Signals(signum).name})",
+            file=sys.stderr,
+        )
+        return 128 + signum
+    finally:
+        signal.signal(signal.SIGTERM, previous)

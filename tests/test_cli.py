@@ -127,7 +127,7 @@ def test_malformed_access_log_line(tmp_path):
         ),
         (
             ["--algorithm", "echomq", "--limit", "0", "--window", "1"],
-            "--limit: must be an integer >= 1",
+            "--limit: must be an integer from 1 to",
         ),
         (
             ["--algorithm", "echomq", "--limit", "5", "--window", "-1"],
