@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from simulator.accuracy import bench_accuracy
 from simulator.backends import FakeRedisBackend
+from simulator.bench_clients import bench_clients
 from simulator.bench_servers import bench_servers
 from simulator.limiters import ALGORITHMS
 from simulator.model import simulate
@@ -100,4 +101,5 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "accuracy": bench_accuracy,
     "telemetry": bench_telemetry,
     "servers": bench_servers,
+    "clients": bench_clients,
 }

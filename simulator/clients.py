@@ -3,11 +3,20 @@
 Each client spec becomes one process that waits (in simulated milliseconds), asks the limiter, and
 reacts to the answer. ``ask(client)`` is provided by the model: it decides at the current
 simulated millisecond and logs the decision. Each client draws from its own random generator.
+
+Most clients never react to an answer (steady, Poisson, bursts, on/off): when they ask is known
+before the run. A scenario with a million of them would hold a million suspended processes and
+random generators before its first millisecond. So :func:`arrivals` plays such a client's very
+process ahead of time on a :class:`Timeline` that only keeps time (the same float sums as SimPy's
+``now + delay``, so the same instants), the generator is dropped, and one :func:`feeder` process
+asks for all of them in time order. Only clients that react (``Polite``, and any kind registered
+with ``reacts=True``) run as processes of their own. Cost and memory grow with requests, not with
+clients.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import numpy as np
@@ -16,7 +25,7 @@ import simpy
 from simulator.records import Decision
 from simulator.scenario import BurstAt, ClientSpec, ConstantRate, OnOff, Poisson, Polite
 
-__all__ = ["process_for", "register_process"]
+__all__ = ["process_for", "register_process", "reacts", "arrivals", "feeder", "Timeline"]
 
 Ask = Callable[[str], Decision]
 Proc = Generator[simpy.Event, Any, None]
@@ -92,6 +101,10 @@ _PROCESSES: dict[type[ClientSpec], Callable[..., Proc]] = {
 }
 
 
+#: Client kinds whose process uses the answers it gets (they must run inside the simulation).
+_REACTIVE: set[type[ClientSpec]] = {Polite}
+
+
 def process_for(
     env: simpy.Environment, spec: ClientSpec, ask: Ask, rng: np.random.Generator
 ) -> Proc:
@@ -103,6 +116,70 @@ def process_for(
     return fn(env, spec, ask, rng)
 
 
-def register_process(spec_type: type[ClientSpec], fn: Callable[..., Proc]) -> None:
-    """Teach the model a new kind of client: ``fn(env, spec, ask, rng)`` is its process."""
+def register_process(
+    spec_type: type[ClientSpec], fn: Callable[..., Proc], reacts: bool = True
+) -> None:
+    """Teach the model a new kind of client: ``fn(env, spec, ask, rng)`` is its process.
+
+    ``reacts=False`` promises that the process ignores what ``ask`` returns and reads nothing of
+    ``env`` but ``now`` and ``timeout``: it is then played ahead of the run (see :func:`arrivals`).
+    """
     _PROCESSES[spec_type] = fn
+    if reacts:
+        _REACTIVE.add(spec_type)
+    else:
+        _REACTIVE.discard(spec_type)
+
+
+def reacts(spec: ClientSpec) -> bool:
+    """True when the client's next request depends on the answers it got."""
+    return type(spec) in _REACTIVE
+
+
+class Timeline:
+    """Stands in for the SimPy environment for a client that never reacts: only keeps time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def timeout(self, delay: float) -> float:
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        return delay
+
+
+def arrivals(spec: ClientSpec, rng: np.random.Generator, until_ms: float) -> list[float]:
+    """When a client that never reacts asks, before ``until_ms``, played by its own process.
+
+    SimPy's ``run(until=T)`` stops before the events at ``T``, so a request at exactly ``T`` is
+    not made; the same holds here.
+    """
+    timeline, times = Timeline(), list[float]()
+    env: Any = timeline  # the process asks the timeline for no more than now and timeout()
+    ask: Any = lambda name: times.append(timeline.now)  # noqa: E731 - its answer is never read
+    process: Iterator[Any] = process_for(env, spec, ask, rng)
+    for delay in process:
+        timeline.now = timeline.now + delay  # the sum SimPy makes: the same instant, bit for bit
+        if timeline.now >= until_ms:
+            break
+    return times
+
+
+def _delay_to(now: float, t: float) -> float:
+    """The delay that brings SimPy from ``now`` to exactly ``t`` (``now + delay == t``)."""
+    delay = t - now
+    while now + delay < t:
+        delay = float(np.nextafter(delay, np.inf))
+    while now + delay > t:
+        delay = float(np.nextafter(delay, -np.inf))
+    return delay
+
+
+def feeder(
+    env: simpy.Environment, t_ms: np.ndarray, who: np.ndarray, names: list[str], ask: Ask
+) -> Proc:
+    """Asks for ``names[who[i]]`` at ``t_ms[i]`` (sorted), each at exactly its instant."""
+    for t, i in zip(t_ms.tolist(), who.tolist(), strict=True):
+        if t > env.now:
+            yield env.timeout(_delay_to(env.now, t))
+        ask(names[i])

@@ -19,6 +19,7 @@ import math
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from functools import partial
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ import pandas as pd
 import simpy
 
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
-from simulator.clients import process_for
+from simulator.clients import arrivals, feeder, process_for, reacts
 from simulator.limiters import ALGORITHMS, Limiter
 from simulator.realtime import (
     ExpiryWatch,
@@ -106,9 +107,7 @@ def simulate(
         append(client, now_ms, decision)
         return decision
 
-    seeds = np.random.SeedSequence(scenario.seed).spawn(max(1, len(scenario.clients)))
-    for spec, seed in zip(scenario.clients, seeds, strict=False):
-        env.process(process_for(env, spec, ask, np.random.default_rng(seed)))
+    _start_clients(env, scenario, ask)
     try:
         env.run(until=scenario.duration_ms)
     except (BackendError, ScriptError) as exc:
@@ -119,6 +118,37 @@ def simulate(
     if watch is not None and not watch.safe:
         warnings.warn(watch.message("the simulation"), ServerClockWarning, stacklevel=2)
     return frame
+
+
+def _client_rng(seed: int, i: int) -> np.random.Generator:
+    """Client ``i``'s generator: ``SeedSequence(seed).spawn(n)[i]``, made without the others."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i,)))
+
+
+def _start_clients(
+    env: simpy.Environment, scenario: Scenario, ask: Callable[[str], Decision]
+) -> None:
+    """A process for each client that reacts; one feeder for all the others' requests."""
+    times: list[list[float]] = []
+    owners: list[int] = []
+    names: list[str] = []
+    for i, spec in enumerate(scenario.clients):
+        rng = _client_rng(scenario.seed, i)
+        if reacts(spec):
+            env.process(process_for(env, spec, ask, rng))
+            continue
+        when = arrivals(spec, rng, scenario.duration_ms)
+        if when:
+            times.append(when)
+            owners.append(len(names))
+            names.append(spec.name)
+    if not times:
+        return
+    t_ms = np.fromiter(chain.from_iterable(times), dtype="float64")
+    who = np.repeat(np.array(owners, dtype="int64"), [len(w) for w in times])
+    del times
+    order = np.argsort(t_ms, kind="stable")  # ties in client order, as the processes had them
+    env.process(feeder(env, t_ms[order], who[order], names, ask))
 
 
 def _batches(t_ms: Sequence[int], size: int, same_ms: bool) -> list[tuple[int, int]]:
