@@ -324,7 +324,6 @@ def worst_cases(
             "schedule": " ".join(f"{n}@{t}ms" for t, n in result.schedule.bursts()),
             "evaluations": result.evaluations,
             "generations": result.generations,
-            "search_s": round(result.elapsed_s, 2),
         }
         rows.append(row)
         if on_algorithm is not None:
