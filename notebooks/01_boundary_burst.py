@@ -34,7 +34,7 @@ SECOND_S = 61.0  # second of the second burst
 import pandas as pd
 
 from simulator import charts, metrics
-from simulator.limiters import ALGORITHMS
+from simulator.algorithms import ALGORITHMS
 from simulator.model import boundary_burst
 from simulator.records import http_headers
 from simulator.scripts import load

@@ -51,7 +51,7 @@ SEED = 0
 import pandas as pd
 
 from simulator import accuracy, adversary, charts_accuracy
-from simulator.charts import ORDER
+from simulator.algorithms import ALGORITHMS
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
@@ -152,7 +152,7 @@ charts_accuracy.load_sweep_figure(sweep)
 
 # %%
 config = adversary.SearchConfig(generations=SEARCH_GENERATIONS, seed=SEED)
-worst, results = adversary.worst_cases(ORDER, config)
+worst, results = adversary.worst_cases(tuple(ALGORITHMS), config)
 worst[
     [
         "algorithm",

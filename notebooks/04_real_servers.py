@@ -36,9 +36,9 @@ import redis
 from redis.cluster import key_slot
 
 from simulator import charts
+from simulator.algorithms import ALGORITHMS
 from simulator.backends import ClusterBackend, ScriptError, make_backend
 from simulator.bench_servers import bench_servers, server_trace
-from simulator.limiters import ALGORITHMS
 from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE
 from simulator.scenario import ConstantRate, Scenario

@@ -10,12 +10,11 @@ Every decision lands in a pandas DataFrame with the HTTP header values a server 
     ...                           clients=(Poisson("alice", rate_per_s=20),), seed=1))
 """
 
+from simulator.algorithms import ALGORITHMS, REFERENCES, Limiter
 from simulator.backends import Backend, BackendError, FakeRedisBackend, RedisBackend, ScriptError
-from simulator.limiters import ALGORITHMS, Limiter
 from simulator.metrics import burst_summary, max_in_window, rolling_admitted
 from simulator.model import boundary_burst, replay, simulate
 from simulator.records import COLUMNS, DTYPES, Decision, http_headers
-from simulator.reference import REFERENCES
 from simulator.scenario import (
     BurstAt,
     ClientSpec,

@@ -300,8 +300,8 @@ def bench_accuracy(decisions: int = 10_000, out: Callable[[str], None] = print) 
     """Decisions per second: exact rolling counts (vectorised), bulk reference, oracle, Lua."""
     import time
 
+    from simulator.algorithms import REFERENCES
     from simulator.families import Family, offered
-    from simulator.reference import REFERENCES
 
     n_target = max(decisions, 1_000_000)  # a vectorised pass needs a large batch to be measured
     f = Family("bench", "poisson", max(1, n_target // 800), load=0.8, duration_ms=600_000)

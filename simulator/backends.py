@@ -29,7 +29,7 @@ from redis.retry import Retry
 
 from simulator import wire
 from simulator.clock import VirtualClock
-from simulator.scripts import SCRIPT_NAMES, Script, load
+from simulator.scripts import Script, load
 from simulator.wire import Call
 
 __all__ = [
@@ -108,7 +108,9 @@ class Backend:
         """Make server time follow ``now_ms`` where the server allows it (a no-op on real ones)."""
 
     def load_scripts(self) -> None:
-        for name in SCRIPT_NAMES:
+        from simulator.algorithms import script_names  # the registry sits above the backends
+
+        for name in script_names():
             self.client.script_load(load(name).source)
 
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:

@@ -6,6 +6,7 @@ nothing a metric could; they lay out what :mod:`simulator.metrics` produced.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,29 +16,64 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from simulator import metrics
+from simulator.algorithms import ALGORITHMS
 
-__all__ = ["PALETTE", "LABELS", "ORDER", "boundary_burst_figure", "save", "subplots"]
+__all__ = [
+    "PALETTE",
+    "LABELS",
+    "ROLE_COLOURS",
+    "order",
+    "boundary_burst_figure",
+    "save",
+    "subplots",
+]
 
-ORDER = ("fixed_window", "echomq", "sliding_log", "sliding_counter")
-PALETTE = {
-    "fixed_window": "#d62728",
-    "echomq": "#ff7f0e",
-    "sliding_log": "#2ca02c",
-    "sliding_counter": "#1f77b4",
+#: Colours of roles that are not algorithms, so that no algorithm's colour is borrowed.
+ROLE_COLOURS = {
     "exact": "#555555",
-    # roles that are not one of the algorithms, so no algorithm's colour is borrowed
     "local": "#9467bd",  # a counter inside each worker
     "split": "#8c564b",  # INCR and PEXPIRE as two commands
     "shared_queue": "#7f7f7f",  # one queue for everybody
     "per_room": "#17becf",  # one queue per room
     "variant": "#bcbd22",  # a tuned variant of a design
 }
-LABELS = {
-    "fixed_window": "Fixed window (clock grid)",
-    "echomq": "Fixed window (first hit, EchoMQ)",
-    "sliding_log": "Sliding log (exact)",
-    "sliding_counter": "Sliding window counter",
-}
+
+
+class _Palette(Mapping[str, str]):
+    """An algorithm's colour from the registry, or a role's from :data:`ROLE_COLOURS`."""
+
+    def __getitem__(self, name: str) -> str:
+        cls = ALGORITHMS.get(name)
+        return cls.colour if cls is not None else ROLE_COLOURS[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*ALGORITHMS, *ROLE_COLOURS])
+
+    def __len__(self) -> int:
+        return len(ALGORITHMS) + len(ROLE_COLOURS)
+
+
+class _Labels(Mapping[str, str]):
+    def __getitem__(self, name: str) -> str:
+        return ALGORITHMS[name].label
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(ALGORITHMS)
+
+    def __len__(self) -> int:
+        return len(ALGORITHMS)
+
+
+#: One colour per algorithm (and per role), on every chart and notebook.
+PALETTE: Mapping[str, str] = _Palette()
+#: One display name per algorithm.
+LABELS: Mapping[str, str] = _Labels()
+
+
+def order() -> tuple[str, ...]:
+    """The algorithms in the order charts show them: the registry's."""
+    return tuple(ALGORITHMS)
+
 
 plt.rcParams.update(
     {
@@ -65,7 +101,7 @@ def boundary_burst_figure(
     hi_s = max(first_s, second_s) + window_ms / 1000 + 5
     grid = np.arange(int(lo_s * 1000), int(hi_s * 1000), 100, dtype="int64")
     curve = metrics.rolling_curve(frame, window_ms, grid)
-    algorithms = [a for a in ORDER if a in set(frame["algorithm"])]
+    algorithms = [a for a in order() if a in set(frame["algorithm"])]
     fig, axes = subplots(
         2, len(algorithms), figsize=(4 * len(algorithms), 6.4), sharey="row", squeeze=False
     )

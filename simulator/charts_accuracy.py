@@ -16,7 +16,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from simulator import metrics
-from simulator.charts import LABELS, ORDER, PALETTE, save, subplots
+from simulator.algorithms import ALGORITHMS
+from simulator.charts import LABELS, PALETTE, save, subplots
 
 __all__ = [
     "families_figure",
@@ -133,7 +134,7 @@ def load_sweep_figure(sweep: pd.DataFrame) -> Figure:
 
 def schedule_figure(frames: dict[str, pd.DataFrame], limit: int, window_ms: int) -> Figure:
     """The winning schedule per algorithm (as replayed on the Lua path): requests and window count."""
-    algorithms = [a for a in ORDER if a in frames]
+    algorithms = [a for a in ALGORITHMS if a in frames]
     fig, axes = subplots(2, len(algorithms), figsize=(4.2 * len(algorithms), 6.2), squeeze=False)
     for col, algorithm in enumerate(algorithms):
         frame = frames[algorithm]
@@ -210,8 +211,10 @@ def write_charts(out_dir: Path, full: bool) -> list[Path]:
         ignore_index=True,
     )
     config = SearchConfig(generations=300 if full else 60, budget_s=60 if full else 10)
-    with tqdm(total=len(ORDER), desc="adversary search", unit="algorithm", disable=None) as bar:
-        worst, results = worst_cases(ORDER, config, on_algorithm=lambda a: bar.update())
+    with tqdm(
+        total=len(ALGORITHMS), desc="adversary search", unit="algorithm", disable=None
+    ) as bar:
+        worst, results = worst_cases(tuple(ALGORITHMS), config, on_algorithm=lambda a: bar.update())
     frames = {
         a: confirm_on_lua(a, r.schedule, config.limit, config.window_ms)[1]
         for a, r in results.items()

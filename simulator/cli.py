@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from simulator.algorithms import ALGORITHMS
 from simulator.backends import BackendError, ScriptError
-from simulator.limiters import ALGORITHMS
 from simulator.scenario import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS, ConfigError
 from simulator.traces import TraceError
 
@@ -363,7 +363,7 @@ def cmd_charts(args: argparse.Namespace) -> int:
         if args.only and name not in args.only:
             continue
         for path in _resolve(job)(out_dir, args.full):
-            print(f"wrote {path}")
+            print(f"wrote {path}", flush=True)
     return 0
 
 

@@ -6,6 +6,7 @@ million requests wants more, and it does not need the objects: it needs, for eve
 admitted and what number was compared with the limit. Clients never share state, so the trace is
 sorted by (client, time, arrival order) once and each client's requests are decided in one tight
 loop over plain lists (the fixed window needs no loop at all: its count is a position in a group).
+Each algorithm's kernel lives in its own module (``bulk``); this module sorts and puts back.
 
 The arithmetic is the scripts' own, in the same order (``cur + prev * (W - elapsed) / W`` in
 doubles), so :func:`decide_bulk` agrees with the Lua decision for decision; the tests and the
@@ -14,13 +15,14 @@ accuracy study check that on samples of real script runs.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Bulk", "decide_bulk", "decide_trace", "BULK_ALGORITHMS"]
+from simulator.algorithms import BULK
+
+__all__ = ["Bulk", "decide_bulk", "decide_trace"]
 
 
 @dataclass(frozen=True)
@@ -53,80 +55,6 @@ def _sort(codes: np.ndarray, t_ms: np.ndarray) -> np.ndarray:
     return order if by_time is None else by_time[order]
 
 
-def _fixed_window(c, t, limit, w):  # type: ignore[no-untyped-def]
-    cell = t // w
-    new = np.ones(len(t), dtype=bool)
-    new[1:] = (c[1:] != c[:-1]) | (cell[1:] != cell[:-1])
-    starts = np.flatnonzero(new)
-    group_start = starts[np.cumsum(new) - 1]
-    count = (np.arange(len(t)) - group_start + 1).astype("float64")  # every hit counts
-    return count <= limit, count
-
-
-def _echomq(c, t, limit, w):  # type: ignore[no-untyped-def]
-    cl, tl = c.tolist(), t.tolist()
-    allowed, counts = [False] * len(tl), [0.0] * len(tl)
-    last, count, expire_at = None, 0, -1
-    for i, now in enumerate(tl):
-        if cl[i] != last:
-            last, count, expire_at = cl[i], 0, -1
-        if expire_at < now:  # the counter is gone only once now is past its expiry
-            count = 0
-        if count >= limit:
-            counts[i] = count
-            continue
-        count += 1
-        if count == 1:
-            expire_at = now + w
-        allowed[i], counts[i] = True, count
-    return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
-
-
-def _sliding_log(c, t, limit, w):  # type: ignore[no-untyped-def]
-    cl, tl = c.tolist(), t.tolist()
-    allowed, counts = [False] * len(tl), [0.0] * len(tl)
-    last, log = None, deque()  # type: ignore[var-annotated]
-    for i, now in enumerate(tl):
-        if cl[i] != last:
-            last, log = cl[i], deque()
-        edge = now - w
-        while log and log[0] <= edge:
-            log.popleft()
-        n = len(log)
-        counts[i] = n
-        if n < limit:
-            log.append(now)
-            allowed[i] = True
-    return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
-
-
-def _sliding_counter(c, t, limit, w):  # type: ignore[no-untyped-def]
-    cl, tl = c.tolist(), t.tolist()
-    allowed, counts = [False] * len(tl), [0.0] * len(tl)
-    last, idx_cur, cur, prev = None, None, 0, 0
-    for i, now in enumerate(tl):
-        idx, elapsed = divmod(now, w)
-        if cl[i] != last:
-            last, idx_cur, cur, prev = cl[i], idx, 0, 0
-        elif idx != idx_cur:
-            prev = cur if idx == idx_cur + 1 else 0
-            idx_cur, cur = idx, 0
-        estimate = cur + prev * (w - elapsed) / w  # same operations, same order as the Lua
-        counts[i] = estimate
-        if estimate < limit:
-            cur += 1
-            allowed[i] = True
-    return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
-
-
-BULK_ALGORITHMS = {
-    "fixed_window": _fixed_window,
-    "echomq": _echomq,
-    "sliding_log": _sliding_log,
-    "sliding_counter": _sliding_counter,
-}
-
-
 def decide_bulk(
     algorithm: str,
     codes: np.ndarray,
@@ -140,8 +68,8 @@ def decide_bulk(
     Requests of one client are decided in time order, ties in row order, as a replay would.
     Pass ``order`` (from an earlier :class:`Bulk`) to skip the sort.
     """
-    if algorithm not in BULK_ALGORITHMS:
-        raise ValueError(f"algorithm: unknown {algorithm!r}; known: {', '.join(BULK_ALGORITHMS)}")
+    if algorithm not in BULK:
+        raise ValueError(f"algorithm: unknown {algorithm!r}; known: {', '.join(BULK)}")
     if int(limit) < 1 or int(window_ms) <= 0:
         raise ValueError(f"limit >= 1 and window_ms > 0 required, got {limit}, {window_ms}")
     codes = np.asarray(codes, dtype="int64")
@@ -152,9 +80,7 @@ def decide_bulk(
         return Bulk(np.empty(0, dtype=bool), np.empty(0, dtype="float64"), empty)
     if order is None:
         order = _sort(codes, t_ms)
-    allowed_s, count_s = BULK_ALGORITHMS[algorithm](
-        codes[order], t_ms[order], int(limit), int(window_ms)
-    )
+    allowed_s, count_s = BULK[algorithm](codes[order], t_ms[order], int(limit), int(window_ms))
     allowed, count = np.empty(n, dtype=bool), np.empty(n, dtype="float64")
     allowed[order], count[order] = allowed_s, count_s
     return Bulk(allowed, count, order)

@@ -4,7 +4,7 @@ The interview question: 100 requests per minute per user, 5 million users, which
 memory? A candidate multiplies bytes per key by users on a whiteboard; here the server answers.
 For every layout (an algorithm's keys as its Lua script writes them, in its steady state and at its
 worst moment) one representative user is built by driving the real script through
-:data:`~simulator.limiters.ALGORITHMS`. Its keys are weighed with ``MEMORY USAGE``; then they are
+:data:`~simulator.algorithms.ALGORITHMS`. Its keys are weighed with ``MEMORY USAGE``; then they are
 cloned under many users' keys (``DUMP`` once, ``RESTORE`` in a server-side Lua loop) while the
 server's ``used_memory`` is sampled, and a straight line through those samples gives bytes per
 user. A smaller set of users built by the scripts themselves checks that the clones are faithful.
@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from simulator.algorithms import ALGORITHMS, EchoMQ, Limiter, echomq_keys
 from simulator.backends import RedisBackend
 from simulator.keys import hash_tag
-from simulator.limiters import ALGORITHMS, EchoMQ, Limiter, echomq_keys
 
 __all__ = [
     "Layout",

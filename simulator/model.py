@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 import simpy
 
+from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
 from simulator.clients import arrivals, feeder, process_for, reacts
-from simulator.limiters import ALGORITHMS, Limiter
 from simulator.realtime import (
     ExpiryWatch,
     ServerClockWarning,

@@ -10,7 +10,7 @@ the budget is one figure across every worker.
 
 Three budgets can stand at the dequeue point: ``server`` (the real scripts, one counter for all
 workers), ``local`` (each worker keeps its own in-process counter with the same max: the pure-Python
-:class:`~simulator.reference.EchoMQRef`) and ``split`` (INCR and PEXPIRE sent as two commands, the
+:class:`~simulator.algorithms.echomq.EchoMQRef`) and ``split`` (INCR and PEXPIRE sent as two commands, the
 non-atomic admit a worker can die in the middle of). Two queue layouts: ``shared`` (every room's jobs
 on one queue under one budget) and ``per_room`` (one queue and one budget per room).
 
@@ -32,11 +32,10 @@ import pandas as pd
 import simpy
 
 from simulator import telemetry
+from simulator.algorithms import EchoMQ, EchoMQRef, echomq_keys
 from simulator.backends import Backend, FakeRedisBackend
-from simulator.limiters import EchoMQ, echomq_keys
 from simulator.model import run_id_for
 from simulator.records import Decision
-from simulator.reference import EchoMQRef
 from simulator.scenario import ConfigError
 
 __all__ = [

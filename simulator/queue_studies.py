@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from simulator import telemetry
+from simulator.algorithms import EchoMQ, echomq_keys
 from simulator.backends import FakeRedisBackend, ScriptError
-from simulator.limiters import EchoMQ, echomq_keys
 from simulator.queue_budget import QueueRun, QueueScenario, Room, run, run_many, sweep
 
 __all__ = [

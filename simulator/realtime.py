@@ -23,8 +23,8 @@ from collections import deque
 import simpy
 import simpy.rt
 
+from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend
-from simulator.limiters import ALGORITHMS
 
 __all__ = [
     "SERVER_TIME_FREE",

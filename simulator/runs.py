@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, make_backend
-from simulator.limiters import ALGORITHMS
 from simulator.model import Row
 
 __all__ = [

@@ -28,8 +28,6 @@ __all__ = [
     "MAX_LIMIT",
 ]
 
-KNOWN_ALGORITHMS = ("fixed_window", "echomq", "sliding_log", "sliding_counter")
-
 #: The largest integer a Lua number (a double) holds exactly: scripts compute with times, windows
 #: and counts as Lua numbers, so every value they see stays below it.
 LUA_EXACT = 2**53
@@ -193,9 +191,11 @@ class Scenario:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.algorithm not in KNOWN_ALGORITHMS:
+        from simulator.algorithms import ALGORITHMS  # the registry sits above the scenario
+
+        if self.algorithm not in ALGORITHMS:
             raise ConfigError(
-                f"Scenario.algorithm: unknown {self.algorithm!r}; known: {', '.join(KNOWN_ALGORITHMS)}"
+                f"Scenario.algorithm: unknown {self.algorithm!r}; known: {', '.join(ALGORITHMS)}"
             )
         _set(self, "limit", check_int("Scenario", "limit", self.limit, 1, MAX_LIMIT))
         _set(

@@ -1,8 +1,9 @@
 """The Lua scripts, loaded once from package data.
 
-Each file under ``simulator/lua/`` is one script with its contract in a header comment. A
-:class:`Script` carries the source and its SHA1 so a backend can send ``EVALSHA`` and fall back to
-loading the script once when the server has not seen it yet.
+Each file under ``simulator/algorithms/lua/`` is one script with its contract in a header
+comment. A :class:`Script` carries the source and its SHA1 so a backend can send ``EVALSHA`` and
+fall back to loading the script once when the server has not seen it yet. A script that is not
+shipped with the package (a test's, a user's) is made known with :func:`add`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["Script", "load", "SCRIPT_NAMES"]
+__all__ = ["Script", "load", "add"]
 
-SCRIPT_NAMES = ("fixed_window", "echomq_admit", "echomq_ttl", "sliding_log", "sliding_counter")
+_ADDED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -24,10 +25,21 @@ class Script:
     sha: str
 
 
+def add(name: str, source: str) -> Script:
+    """Make a script known by ``name`` (one not shipped under ``algorithms/lua/``)."""
+    _ADDED[name] = source
+    load.cache_clear()
+    return load(name)
+
+
 @cache
 def load(name: str) -> Script:
-    """The script ``simulator/lua/<name>.lua``."""
-    if name not in SCRIPT_NAMES:
-        raise KeyError(f"unknown script {name!r}; known: {', '.join(SCRIPT_NAMES)}")
-    source = resources.files("simulator").joinpath("lua").joinpath(f"{name}.lua").read_text("utf-8")
+    """The script ``simulator/algorithms/lua/<name>.lua`` (or one made known with :func:`add`)."""
+    if name in _ADDED:
+        source = _ADDED[name]
+    else:
+        path = resources.files("simulator.algorithms").joinpath("lua").joinpath(f"{name}.lua")
+        if not path.is_file():
+            raise KeyError(f"unknown script {name!r}: no {name}.lua under simulator/algorithms/lua")
+        source = path.read_text("utf-8")
     return Script(name, source, hashlib.sha1(source.encode("utf-8")).hexdigest())

@@ -90,6 +90,9 @@ def test_charts_says_it_was_interrupted(tmp_path, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A process started with SIGINT ignored keeps ignoring it (as a shell's background job
+        # does); the test runner may be one, so the child gets the default disposition back.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     # the first job's files are written once the package is loaded and the handlers are in place

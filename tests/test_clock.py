@@ -59,7 +59,7 @@ def test_fractional_simulated_time_is_seen_as_whole_milliseconds(clock, fake):
 def test_two_clocks_in_one_process_do_not_mix():
     a_env, b_env = simpy.Environment(), simpy.Environment(initial_time=5_000)
     a, b = FakeRedisBackend(lambda: a_env.now), FakeRedisBackend(lambda: b_env.now)
-    from simulator.limiters import EchoMQ
+    from simulator.algorithms import EchoMQ
 
     la, lb = EchoMQ(a, 1, 1000), EchoMQ(b, 1, 1000)
     assert la.decide("q", 0).reset_ms == 1000

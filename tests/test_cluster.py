@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from redis.cluster import key_slot
 from test_real_servers import DECISION, no_server_left_behind, random_trace  # noqa: F401
 
+from simulator.algorithms import ALGORITHMS, EchoMQ
 from simulator.backends import BackendError, ClusterBackend, ScriptError
-from simulator.limiters import ALGORITHMS, EchoMQ
 from simulator.model import replay
 from simulator.realtime import SERVER_TIME_FREE
 from simulator.runs import leftover_keys, run_keys

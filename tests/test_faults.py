@@ -24,11 +24,11 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from test_real_servers import no_server_left_behind  # noqa: F401
 
+from simulator.algorithms import REFERENCES
 from simulator.backends import Backend, BackendError, RedisBackend
 from simulator.cli import main
 from simulator.clients import register_process
 from simulator.model import simulate
-from simulator.reference import REFERENCES
 from simulator.runs import stop_between_calls
 from simulator.scenario import ClientSpec, ConstantRate, Scenario
 from simulator.scripts import load

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from simulator import queue_studies as qs
 from simulator import telemetry
+from simulator.algorithms import EchoMQ, echomq_keys
 from simulator.backends import FakeRedisBackend, ScriptError
-from simulator.limiters import EchoMQ, echomq_keys
 from simulator.queue_budget import (
     DEQUEUE_DTYPES,
     JOB_DTYPES,

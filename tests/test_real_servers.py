@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simulator.algorithms import ALGORITHMS, echomq_keys
 from simulator.backends import BackendError, RedisBackend, ScriptError, make_backend
-from simulator.limiters import ALGORITHMS, echomq_keys
 from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
 from simulator.scenario import ConstantRate, Poisson, Polite, Scenario

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simulator.limiters import EchoMQ, FixedWindow, SlidingCounter, SlidingLog, echomq_keys
+from simulator.algorithms import EchoMQ, FixedWindow, SlidingCounter, SlidingLog, echomq_keys
 
 
 def decide(limiter, clock, client, t_ms):

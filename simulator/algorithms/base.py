@@ -1,0 +1,91 @@
+"""What every algorithm is on the Python side, around its Lua script.
+
+A :class:`Limiter` subclass is the algorithm's whole record: the script it runs (``scripts``, one
+``.lua`` file each under ``algorithms/lua/``), the keys (all sharing the client's hash tag) and
+arguments of one call, the reply parsed into a :class:`~simulator.records.Decision`, its
+per-request :class:`Reference` (a pure-Python twin of the script, decision for decision), its
+vectorised ``bulk`` kernel for studies of millions of requests, its label and colour, and whether
+its decisions depend on the server's own clock. The registry in :mod:`simulator.algorithms` lists
+the subclasses; everything else (CLI choices, palette, scripts to load, parametrised tests) is
+read from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from simulator.records import Decision
+from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, check_int
+from simulator.scripts import Script, load
+
+__all__ = ["Limiter", "Reference", "BulkKernel"]
+
+#: ``kernel(client_codes, t_ms, limit, window_ms) -> (allowed, count)`` over one trace sorted by
+#: (client, time, arrival); see :func:`simulator.fastref.decide_bulk`.
+BulkKernel = Callable[[np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
+
+
+def _checked(owner: str, limit: int, window_ms: int) -> tuple[int, int]:
+    return (
+        check_int(owner, "limit", limit, 1, MAX_LIMIT),
+        check_int(owner, "window_ms", window_ms, 1, MAX_WINDOW_MS),
+    )
+
+
+class Reference:
+    """The state a server would keep, in dictionaries, following Redis's expiry rule (a key is
+    gone only once now is past its expiry time). Times are integer ms, never going backwards."""
+
+    name: ClassVar[str]
+
+    def __init__(self, limit: int, window_ms: int) -> None:
+        self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)
+
+    def decide(self, client: str, now_ms: int) -> Decision:
+        raise NotImplementedError
+
+
+class Limiter:
+    """Decides one request at a time by running its script on a backend."""
+
+    name: ClassVar[str]
+    #: Display name on charts and in notebooks.
+    label: ClassVar[str]
+    #: One colour per algorithm, on every chart.
+    colour: ClassVar[str]
+    #: Its Lua scripts by file name; the first one decides.
+    scripts: ClassVar[tuple[str, ...]]
+    #: True when decisions depend on the server's own clock (the key's TTL is the window).
+    uses_server_time: ClassVar[bool] = False
+    #: The pure-Python twin, request by request.
+    reference: ClassVar[type[Reference]]
+    #: The vectorised kernel over a whole trace (a :data:`BulkKernel` as a staticmethod), or None.
+    bulk: ClassVar[Any] = None
+
+    def __init__(self, backend: Any, limit: int, window_ms: int) -> None:
+        self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)
+        self.backend = backend
+        self.script: Script = load(self.scripts[0])
+
+    def keys(self, client: str, now_ms: int) -> Sequence[str]:
+        raise NotImplementedError
+
+    def args(self, client: str, now_ms: int) -> Sequence[Any]:
+        return (now_ms, self.window_ms, self.limit)
+
+    @staticmethod
+    def parse(reply: Sequence[Any]) -> Decision:
+        # Integer replies arrive as ints; only the sliding counter's estimate is a string.
+        allowed, count, limit, remaining, reset_ms, retry_after_ms = reply
+        return Decision(allowed == 1, float(count), limit, remaining, reset_ms, retry_after_ms)
+
+    def call(self, client: str, now_ms: int) -> tuple[Script, Sequence[str], Sequence[Any]]:
+        """The script call for one request (what :meth:`decide` sends; pipelines batch these)."""
+        return self.script, self.keys(client, now_ms), self.args(client, now_ms)
+
+    def decide(self, client: str, now_ms: int) -> Decision:
+        keys, args = self.keys(client, now_ms), self.args(client, now_ms)
+        return self.parse(self.backend.call(self.script, keys, args))

@@ -1,0 +1,79 @@
+"""Sliding log: the exact answer, one sorted-set member per admitted request.
+
+A request at ``t`` is admitted iff fewer than ``limit`` admitted requests lie in ``(t - W, t]``.
+Exact, and the most expensive in memory: a client at its limit holds ``limit`` members.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from simulator.algorithms.base import Limiter, Reference
+from simulator.keys import hash_tag
+from simulator.records import Decision
+
+__all__ = ["SlidingLog", "SlidingLogRef"]
+
+
+class SlidingLogRef(Reference):
+    name = "sliding_log"
+
+    def __init__(self, limit: int, window_ms: int) -> None:
+        super().__init__(limit, window_ms)
+        self.logs: dict[str, deque[int]] = {}
+
+    def decide(self, client: str, now_ms: int) -> Decision:
+        w, limit = self.window_ms, self.limit
+        log = self.logs.setdefault(client, deque())
+        while log and log[0] <= now_ms - w:
+            log.popleft()
+        count = len(log)
+        if count < limit:
+            log.append(now_ms)
+            return Decision(True, float(count), limit, limit - count - 1, log[0] + w - now_ms, 0)
+        retry = log[0] + w - now_ms
+        return Decision(False, float(count), limit, 0, retry, retry)
+
+
+def bulk(c: np.ndarray, t: np.ndarray, limit: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    cl, tl = c.tolist(), t.tolist()
+    allowed, counts = [False] * len(tl), [0.0] * len(tl)
+    last, log = None, deque[int]()
+    for i, now in enumerate(tl):
+        if cl[i] != last:
+            last, log = cl[i], deque()
+        edge = now - w
+        while log and log[0] <= edge:
+            log.popleft()
+        n = len(log)
+        counts[i] = n
+        if n < limit:
+            log.append(now)
+            allowed[i] = True
+    return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
+
+
+class SlidingLog(Limiter):
+    """Exact sliding window over a sorted set of admitted request times."""
+
+    name = "sliding_log"
+    label = "Sliding log (exact)"
+    colour = "#2ca02c"
+    scripts = ("sliding_log",)
+    reference = SlidingLogRef
+    bulk = staticmethod(bulk)
+
+    def __init__(self, backend: Any, limit: int, window_ms: int) -> None:
+        super().__init__(backend, limit, window_ms)
+        self._seq = 0
+
+    def keys(self, client: str, now_ms: int) -> Sequence[str]:
+        return (f"rl:sl:{hash_tag(client)}",)
+
+    def args(self, client: str, now_ms: int) -> Sequence[Any]:
+        self._seq += 1  # unique member: two requests in one millisecond must both count
+        return (now_ms, self.window_ms, self.limit, f"{now_ms}-{self._seq}")

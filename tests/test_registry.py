@@ -1,0 +1,101 @@
+"""The registry drives everything: an algorithm added in one place shows up everywhere.
+
+A throwaway algorithm - a counter that never resets, as a tiny Lua script and its reference - is
+registered inside the test and nowhere else. It must appear in the CLI's choices and `burst`, in
+the palette and labels, in the scripts a backend loads, and pass the differential property test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+import test_property
+
+from simulator import cli, scripts
+from simulator.algorithms import ALGORITHMS, REFERENCES, Limiter, Reference, script_names
+from simulator.backends import FakeRedisBackend
+from simulator.charts import LABELS, PALETTE, order
+from simulator.keys import hash_tag
+from simulator.model import boundary_burst
+from simulator.records import Decision
+
+FOREVER_LUA = """--[[
+forever: a counter that never resets (a throwaway algorithm for the registry test).
+KEYS[1] the client's counter; ARGV[1] now_ms (unused), ARGV[2] window_ms (unused), ARGV[3] limit
+Returns {allowed 0|1, count, limit, remaining, reset_ms (-1: never), retry_after_ms (-1: never)}
+]]
+local limit = tonumber(ARGV[3])
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count < limit then
+  redis.call('SET', KEYS[1], count + 1)
+  return {1, count + 1, limit, limit - count - 1, -1, 0}
+end
+return {0, count, limit, 0, -1, -1}
+"""
+
+
+class ForeverRef(Reference):
+    name = "forever"
+
+    def __init__(self, limit: int, window_ms: int) -> None:
+        super().__init__(limit, window_ms)
+        self.counts: dict[str, int] = {}
+
+    def decide(self, client: str, now_ms: int) -> Decision:
+        count = self.counts.get(client, 0)
+        if count < self.limit:
+            self.counts[client] = count + 1
+            return Decision(True, float(count + 1), self.limit, self.limit - count - 1, -1, 0)
+        return Decision(False, float(count), self.limit, 0, -1, -1)
+
+
+class Forever(Limiter):
+    name = "forever"
+    label = "Never resets (test)"
+    colour = "#000000"
+    scripts = ("forever",)
+    reference = ForeverRef
+
+    def keys(self, client: str, now_ms: int) -> Sequence[str]:
+        return (f"rl:forever:{hash_tag(client)}",)
+
+
+@pytest.fixture
+def forever(monkeypatch):
+    monkeypatch.setitem(scripts._ADDED, "forever", FOREVER_LUA)
+    scripts.load.cache_clear()
+    monkeypatch.setitem(ALGORITHMS, "forever", Forever)
+    yield Forever
+    scripts.load.cache_clear()
+
+
+def test_it_is_in_the_cli_choices_and_help(forever, capsys):
+    assert cli.algorithm_name("forever") == "forever"
+    with pytest.raises(SystemExit):
+        cli.main(["replay", "--help"])
+    assert "forever" in capsys.readouterr().out
+
+
+def test_it_is_on_the_palette_and_in_the_scripts(forever):
+    assert PALETTE["forever"] == "#000000" and LABELS["forever"] == "Never resets (test)"
+    assert order()[-1] == "forever"
+    assert "forever" in script_names() and REFERENCES["forever"] is ForeverRef
+    backend = FakeRedisBackend(lambda: 0)
+    loaded = backend.client.script_exists(scripts.load("forever").sha)
+    assert loaded == [True]
+
+
+def test_it_runs_in_the_burst_study(forever, capsys):
+    assert cli.main(["burst", "--limit", "10", "--window", "1", "--first", "0.5"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("forever"))
+    assert line.split()[1:4] == ["10", "of", "20"]  # never resets: 10 of the two bursts of 10
+    frame = boundary_burst("forever", 3, 1.0, 0.5, 1.5)
+    assert frame["allowed"].tolist() == [True] * 3 + [False] * 3
+
+
+def test_it_passes_the_property_test(forever, monkeypatch):
+    monkeypatch.setattr(test_property, "algorithm_names", lambda: ["forever"])
+    test_property.test_lua_equals_reference()
+    test_property.test_lua_equals_reference_at_window_seams()
