@@ -11,6 +11,8 @@ the command line, and a backend that started its own server stops it in :meth:`B
 Errors come in two kinds: :class:`BackendError` (the server cannot be reached or went away: the run
 cannot go on) and :class:`ScriptError` (the server ran the script and it failed, e.g. on a key of
 the wrong type left by someone else); both messages name the backend or the script and its keys.
+A spec that names no usable server (malformed, or a cluster URL for a plain server) is bad input
+and raises :class:`BackendSpecError` (a :class:`~simulator.scenario.ConfigError`) before any run.
 Clients built here never retry a command on their own: after a lost connection nobody knows
 whether the server applied it, and a decision log must not count a request twice.
 """
@@ -30,6 +32,7 @@ from redis.retry import Retry
 from simulator import wire
 from simulator.clock import VirtualClock
 from simulator.scripts import SCRIPT_NAMES, Script, load
+from simulator.servers import BackendSpecError, redact
 from simulator.wire import Call
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "ClusterBackend",
     "BackendError",
     "ScriptError",
+    "BackendSpecError",
     "make_backend",
     "BACKEND_SPECS",
 ]
@@ -367,7 +371,9 @@ def make_backend(spec: str = "fakeredis") -> Backend:
     """Build a backend from its name on the command line (see :data:`BACKEND_SPECS`).
 
     ``valkey`` and ``cluster`` start an embedded server (127.0.0.1, a fresh temp dir) that the
-    backend owns and stops in :meth:`Backend.close`; a URL connects to a running server.
+    backend owns and stops in :meth:`Backend.close`; a URL connects to a running server. A spec
+    that names no usable server raises :class:`BackendSpecError`, one that cannot be reached
+    :class:`BackendError`; both messages name the spec (its password shown as ``***``).
     """
     from simulator.servers import EmbeddedCluster, EmbeddedValkey, open_url
 
@@ -388,12 +394,15 @@ def make_backend(spec: str = "fakeredis") -> Backend:
             except BaseException:
                 cluster.stop()
                 raise
+        shown = redact(spec)
         if spec.startswith("redis://"):
-            return RedisBackend(open_url(spec, retry=_no_retry()), spec)
+            return RedisBackend(open_url(spec, retry=_no_retry()), shown)
         if spec.startswith("redis+cluster://"):
-            return ClusterBackend(open_url(spec, retry=_no_retry()), spec)
+            return ClusterBackend(open_url(spec, retry=_no_retry()), shown)
+    except BackendSpecError as exc:
+        raise BackendSpecError(f"backend {exc}") from None
     except (RuntimeError, *_SERVER_ERRORS) as exc:
         if isinstance(exc, BackendError):
             raise
-        raise BackendError(f"backend {spec}: {exc}") from exc
-    raise ValueError(f"backend: unknown backend {spec!r} (known: {', '.join(BACKEND_SPECS)})")
+        raise BackendError(f"backend {redact(spec)}: {exc}") from exc
+    raise BackendSpecError(f"backend: unknown backend {spec!r} (known: {', '.join(BACKEND_SPECS)})")

@@ -7,13 +7,21 @@ temp dir) and stops at the end; a check at teardown makes sure no server was lef
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from simulator.backends import BackendError, RedisBackend, ScriptError, make_backend
+from simulator.backends import (
+    BackendError,
+    BackendSpecError,
+    RedisBackend,
+    ScriptError,
+    make_backend,
+)
+from simulator.cli import main
 from simulator.limiters import ALGORITHMS, echomq_keys
 from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
@@ -193,6 +201,28 @@ def test_make_backend_specs(server):
         make_backend("redis://127.0.0.1:1/0")
     with pytest.raises(ValueError, match="unknown backend 'memcached'"):
         make_backend("memcached")
+
+
+def test_a_bad_backend_spec_is_one_message_and_exit_2(server, capsys):
+    not_a_cluster = f"redis+cluster://{server.host}:{server.port}"
+    bad = [
+        ("redis+cluster://", "no host"),
+        ("redis://h:notaport/0", "port"),
+        ("redis://127.0.0.1:6379/zero", "database"),
+        ("redis+cluster://127.0.0.1:70000", "port"),
+        (not_a_cluster, "not a cluster"),
+    ]
+    for spec, why in bad:
+        assert main(["burst", "--limit", "1", "--backend", spec]) == 2, spec
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and spec in err and why in err, err
+        with pytest.raises(BackendSpecError, match=re.escape(spec)):
+            make_backend(spec)
+    assert server.client().ping()  # asked whether it is a cluster, and left alone
+    for unreachable in ("redis://127.0.0.1:1/0", "redis+cluster://127.0.0.1:1"):
+        assert main(["burst", "--limit", "1", "--backend", unreachable]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and unreachable in err, err
 
 
 def test_stream_keeps_zero_replies_and_replies_read_ahead(server):
