@@ -250,10 +250,16 @@ class RedisBackend(Backend):
 
     def describe(self) -> str:
         kw = self.client.connection_pool.connection_kwargs
-        where = f"{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
+        db = kw.get("db", 0)
         if self.owned is not None:
-            return f"{self.name}: valkey-server pid {self.owned.pid} on {where} (stopped on exit)"
-        return f"{self.name}: server at {where}"
+            server = self.owned
+            via = f" and {server.socket}" if server.socket is not None else ""
+            return (
+                f"{self.name}: valkey-server pid {server.pid} on {server.host}:{server.port}/{db}"
+                f"{via}, password set by the program (stopped on exit)"
+            )
+        where = kw["path"] if "path" in kw else f"{kw.get('host', '?')}:{kw.get('port', '?')}"
+        return f"{self.name}: server at {where}/{db}"
 
     def _retry_noscript(self, batch: Sequence[Call], replies: list[Any]) -> list[Any]:
         """The server lost the scripts (restart, SCRIPT FLUSH): load them, rerun what failed."""
@@ -337,7 +343,10 @@ class ClusterBackend(Backend):
         nodes = ", ".join(f"{n.host}:{n.port}" for n in self.client.get_primaries())
         if self.owned is not None:
             pids = ", ".join(str(p) for p in self.owned.pids)
-            return f"{self.name}: valkey-server pids {pids} on {nodes} (stopped on exit)"
+            return (
+                f"{self.name}: valkey-server pids {pids} on {nodes}, password set by the program "
+                "(stopped on exit)"
+            )
         return f"{self.name}: cluster with primaries {nodes}"
 
     def _node_backend(self, key: str) -> RedisBackend:

@@ -13,6 +13,15 @@ so it dies even if Python itself is SIGKILLed.  Caveat: the kernel sends that
 signal when the *thread* that started the server exits, so start servers from
 a thread that lives as long as they should (normally the main thread).
 
+Nobody else may use them: each server requires a random password that only the program holds
+(``secrets.token_hex``; given in a config file of mode 0600, never on the command line, where
+``ps`` would show it to every user), and a standalone server is reached through a unix socket
+(mode 0700, in a folder of mode 0700); its TCP port stays open, with the same password, for
+programs that want a ``redis://`` URL (:attr:`EmbeddedValkey.url`). A cluster talks TCP (its
+nodes announce ``IP:port``), every node with the same password, also as ``masterauth``. The limit
+of this: a process of the same user can read the config file, or the program's memory through
+``/proc``, and so the password.
+
 The folders all live under one private folder, ``$TMPDIR/sim-valkey-<uid>/``, each named
 ``<pid>-<random>`` after the process that started the server. A process killed outright cannot
 remove its folder, so every start removes the folders of processes that no longer exist, and
@@ -25,6 +34,7 @@ import atexit
 import contextlib
 import ctypes
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -55,6 +65,7 @@ _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _LIVE: set[EmbeddedValkey] = set()  # strong refs so the atexit hook can reach them
 _NOT_YET = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+_SOCKET_PATH_MAX = 100  # a unix socket's path has 104 (macOS) or 108 (Linux) bytes at most
 
 
 def runs_root() -> Path:
@@ -146,7 +157,8 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 
 class EmbeddedValkey:
-    """One real valkey-server subprocess on 127.0.0.1 and a free port."""
+    """One real valkey-server subprocess on 127.0.0.1, a free port and a unix socket, that only
+    clients with its password (:meth:`client`, :attr:`url`) may use."""
 
     host = "127.0.0.1"
     stop_timeout_s = 5.0  # grace period between SIGTERM and SIGKILL
@@ -157,13 +169,19 @@ class EmbeddedValkey:
         config: ConfigArgs = None,
         *,
         cluster_node: bool = False,
+        password: str | None = None,
         startup_timeout_s: float = 10.0,
     ) -> None:
         self.maxmemory = maxmemory
         self.config = config
         self.cluster_node = cluster_node
         self.startup_timeout_s = startup_timeout_s
+        #: What every client must send (AUTH); a fresh random one unless given.
+        self.password = password or secrets.token_hex(32)
         self.dir: Path | None = None
+        #: The unix socket clients of :meth:`client` use (None for a cluster node or a path too
+        #: long for a socket: TCP then).
+        self.socket: Path | None = None
         self._port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -181,10 +199,14 @@ class EmbeddedValkey:
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host}:{self.port}/0"
+        """``redis://:PASSWORD@127.0.0.1:PORT/0`` (TCP: what ``--backend`` and other programs take)."""
+        return f"redis://:{self.password}@{self.host}:{self.port}/0"
 
     def client(self, **kw: Any) -> redis.Redis:
-        return redis.Redis(host=self.host, port=self.port, **kw)
+        """A client that authenticates, through the unix socket where there is one."""
+        if self.socket is not None:
+            return redis.Redis(unix_socket_path=str(self.socket), password=self.password, **kw)
+        return redis.Redis(host=self.host, port=self.port, password=self.password, **kw)
 
     def log_tail(self, max_bytes: int = 4000) -> str:
         log = self.dir / "valkey.log" if self.dir else None
@@ -192,10 +214,23 @@ class EmbeddedValkey:
             return "<no log>"
         return log.read_bytes()[-max_bytes:].decode(errors="replace")
 
-    def _argv(self, dir_: Path) -> list[str]:
-        argv = [str(valkey_binary()), "--bind", self.host, "--port", str(self.port)]
+    def _write_secrets(self, dir_: Path) -> Path:
+        """The config file with the password (mode 0600: only this user may read it)."""
+        lines = [f"requirepass {self.password}"]
+        if self.cluster_node:
+            lines.append(f"masterauth {self.password}")
+        conf = dir_ / "secrets.conf"
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        return conf
+
+    def _argv(self, dir_: Path, conf: Path) -> list[str]:
+        argv = [str(valkey_binary()), str(conf), "--bind", self.host, "--port", str(self.port)]
         argv += ["--dir", str(dir_), "--save", "", "--appendonly", "no"]
         argv += ["--protected-mode", "yes", "--daemonize", "no", "--logfile", ""]
+        if self.socket is not None:
+            argv += ["--unixsocket", str(self.socket), "--unixsocketperm", "700"]
         if self.maxmemory is not None:
             argv += ["--maxmemory", str(self.maxmemory)]
         if self.cluster_node:
@@ -211,13 +246,17 @@ class EmbeddedValkey:
             root = runs_root()
             remove_dead_runs(root)
             self.dir = dir_ = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+            conf = self._write_secrets(dir_)
+            sock = dir_ / "valkey.sock"
+            if not self.cluster_node and len(os.fsencode(sock)) < _SOCKET_PATH_MAX:
+                self.socket = sock
             # A probed port can be taken before the server binds it: retry then.
             for _ in range(3):
                 self._port = _free_port(with_bus=self.cluster_node)
                 # Log to a file: a pipe nobody drains would block the server.
                 with open(dir_ / "valkey.log", "wb") as log:
                     self._proc = subprocess.Popen(
-                        self._argv(dir_),
+                        self._argv(dir_, conf),
                         stdin=subprocess.DEVNULL,
                         stdout=log,
                         stderr=subprocess.STDOUT,
@@ -286,7 +325,7 @@ class EmbeddedValkey:
 
 
 class EmbeddedCluster:
-    """A real Valkey Cluster of masters only (3 by default) on 127.0.0.1."""
+    """A real Valkey Cluster of masters only (3 by default) on 127.0.0.1, one password for all."""
 
     def __init__(
         self,
@@ -298,7 +337,12 @@ class EmbeddedCluster:
         startup_timeout_s: float = 20.0,
     ) -> None:
         args = ["--cluster-node-timeout", str(node_timeout_ms), *_config_args(config)]
-        self.servers = [EmbeddedValkey(maxmemory, args, cluster_node=True) for _ in range(masters)]
+        #: What every client of every node must send (AUTH); also the nodes' masterauth.
+        self.password = secrets.token_hex(32)
+        self.servers = [
+            EmbeddedValkey(maxmemory, args, cluster_node=True, password=self.password)
+            for _ in range(masters)
+        ]
         self.startup_timeout_s = startup_timeout_s
 
     @property
@@ -311,10 +355,14 @@ class EmbeddedCluster:
 
     @property
     def url(self) -> str:
-        return f"redis+cluster://127.0.0.1:{self.servers[0].port}"
+        """``redis+cluster://:PASSWORD@127.0.0.1:PORT`` (any node's port; the first one's)."""
+        return f"redis+cluster://:{self.password}@127.0.0.1:{self.servers[0].port}"
 
     def client(self, **kw: Any) -> RedisCluster:
-        return RedisCluster(host="127.0.0.1", port=self.servers[0].port, **kw)
+        """A cluster client that authenticates (so do the per-node clients it makes)."""
+        return RedisCluster(
+            host="127.0.0.1", port=self.servers[0].port, password=self.password, **kw
+        )
 
     def start(self) -> Self:
         try:

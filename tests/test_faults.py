@@ -92,6 +92,14 @@ def start_replay(tmp_path: Path, *extra: str, n: int = 400_000):
     return proc, int(match.group(1)), trace, out_csv
 
 
+def password_beside(socket_path: str) -> str:
+    """The password of the server whose socket this is, from its config file. The test runs as
+    the same user as the program, and a process of the same user can read it: that is the
+    stated limit of the password's protection."""
+    conf = (Path(socket_path).parent / "secrets.conf").read_text()
+    return next(line.split()[1] for line in conf.splitlines() if line.startswith("requirepass"))
+
+
 def wait_for_rows(proc: subprocess.Popen, out_csv: Path, rows: int) -> None:
     deadline = time.monotonic() + 120
     while rows_on_disk(out_csv) < rows:
@@ -229,10 +237,10 @@ def test_burst_interrupted_on_a_real_server_stops_its_server():
     )
     assert proc.stderr is not None
     status = proc.stderr.readline()
-    match = re.match(r"backend valkey: valkey-server pid (\d+) on 127\.0\.0\.1:(\d+)/0", status)
+    match = re.match(r"backend valkey: valkey-server pid (\d+) on .* and (\S+), password", status)
     assert match, status
-    pid, port = int(match.group(1)), int(match.group(2))
-    client = redis.Redis(port=port)
+    pid, socket_path = int(match.group(1)), match.group(2)
+    client = redis.Redis(unix_socket_path=socket_path, password=password_beside(socket_path))
     deadline = time.monotonic() + 60
     while not client.exists("rl:fw:{user}:0"):  # the burst is under way
         assert proc.poll() is None and time.monotonic() < deadline

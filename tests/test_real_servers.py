@@ -27,7 +27,7 @@ from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
 from simulator.scenario import ConstantRate, Poisson, Polite, Scenario
 from simulator.scripts import load
-from simulator.servers import EmbeddedValkey
+from simulator.servers import EmbeddedValkey, redact
 
 DECISION = [
     "client",
@@ -204,7 +204,7 @@ def test_make_backend_specs(server):
 
 
 def test_a_bad_backend_spec_is_one_message_and_exit_2(server, capsys):
-    not_a_cluster = f"redis+cluster://{server.host}:{server.port}"
+    not_a_cluster = f"redis+cluster://:{server.password}@{server.host}:{server.port}"
     bad = [
         ("redis+cluster://", "no host"),
         ("redis://h:notaport/0", "port"),
@@ -215,8 +215,9 @@ def test_a_bad_backend_spec_is_one_message_and_exit_2(server, capsys):
     for spec, why in bad:
         assert main(["burst", "--limit", "1", "--backend", spec]) == 2, spec
         err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and spec in err and why in err, err
-        with pytest.raises(BackendSpecError, match=re.escape(spec)):
+        assert len(err.splitlines()) == 1 and redact(spec) in err and why in err, err
+        assert server.password not in err
+        with pytest.raises(BackendSpecError, match=re.escape(redact(spec))):
             make_backend(spec)
     assert server.client().ping()  # asked whether it is a cluster, and left alone
     for unreachable in ("redis://127.0.0.1:1/0", "redis+cluster://127.0.0.1:1"):
