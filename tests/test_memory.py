@@ -193,7 +193,7 @@ def test_memory_command_refuses_a_server_with_keys(server):
     client.set("somebody-elses-key", "1")
     try:
         argv = [sys.executable, "-m", "simulator", "memory", "--backend-url", server.url]
-        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300)
     finally:
         client.delete("somebody-elses-key")
     assert done.returncode == 2
