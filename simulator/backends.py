@@ -11,6 +11,8 @@ the command line, and a backend that started its own server stops it in :meth:`B
 Errors come in two kinds: :class:`BackendError` (the server cannot be reached or went away: the run
 cannot go on) and :class:`ScriptError` (the server ran the script and it failed, e.g. on a key of
 the wrong type left by someone else); both messages name the backend or the script and its keys.
+A spec that names no usable server (malformed, or a cluster URL for a plain server) is bad input
+and raises :class:`BackendSpecError` (a :class:`~simulator.scenario.ConfigError`) before any run.
 Clients built here never retry a command on their own: after a lost connection nobody knows
 whether the server applied it, and a decision log must not count a request twice.
 """
@@ -30,6 +32,7 @@ from redis.retry import Retry
 from simulator import wire
 from simulator.clock import VirtualClock
 from simulator.scripts import Script, load
+from simulator.servers import BackendSpecError, redact
 from simulator.wire import Call
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "ClusterBackend",
     "BackendError",
     "ScriptError",
+    "BackendSpecError",
     "make_backend",
     "BACKEND_SPECS",
 ]
@@ -248,10 +252,16 @@ class RedisBackend(Backend):
 
     def describe(self) -> str:
         kw = self.client.connection_pool.connection_kwargs
-        where = f"{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
+        db = kw.get("db", 0)
         if self.owned is not None:
-            return f"{self.name}: valkey-server pid {self.owned.pid} on {where} (stopped on exit)"
-        return f"{self.name}: server at {where}"
+            server = self.owned
+            via = f" and {server.socket}" if server.socket is not None else ""
+            return (
+                f"{self.name}: valkey-server pid {server.pid} on {server.host}:{server.port}/{db}"
+                f"{via}, password set by the program (stopped on exit)"
+            )
+        where = kw["path"] if "path" in kw else f"{kw.get('host', '?')}:{kw.get('port', '?')}"
+        return f"{self.name}: server at {where}/{db}"
 
     def _retry_noscript(self, batch: Sequence[Call], replies: list[Any]) -> list[Any]:
         """The server lost the scripts (restart, SCRIPT FLUSH): load them, rerun what failed."""
@@ -335,7 +345,10 @@ class ClusterBackend(Backend):
         nodes = ", ".join(f"{n.host}:{n.port}" for n in self.client.get_primaries())
         if self.owned is not None:
             pids = ", ".join(str(p) for p in self.owned.pids)
-            return f"{self.name}: valkey-server pids {pids} on {nodes} (stopped on exit)"
+            return (
+                f"{self.name}: valkey-server pids {pids} on {nodes}, password set by the program "
+                "(stopped on exit)"
+            )
         return f"{self.name}: cluster with primaries {nodes}"
 
     def _node_backend(self, key: str) -> RedisBackend:
@@ -368,8 +381,10 @@ class ClusterBackend(Backend):
 def make_backend(spec: str = "fakeredis") -> Backend:
     """Build a backend from its name on the command line (see :data:`BACKEND_SPECS`).
 
-    ``valkey`` and ``cluster`` start an embedded server (127.0.0.1, a fresh temp dir) that the
-    backend owns and stops in :meth:`Backend.close`; a URL connects to a running server.
+    ``valkey`` and ``cluster`` start an embedded server (127.0.0.1, a fresh folder) that the
+    backend owns and stops in :meth:`Backend.close`; a URL connects to a running server. A spec
+    that names no usable server raises :class:`BackendSpecError`, one that cannot be reached
+    :class:`BackendError`; both messages name the spec (its password shown as ``***``).
     """
     from simulator.servers import EmbeddedCluster, EmbeddedValkey, open_url
 
@@ -390,12 +405,15 @@ def make_backend(spec: str = "fakeredis") -> Backend:
             except BaseException:
                 cluster.stop()
                 raise
+        shown = redact(spec)
         if spec.startswith("redis://"):
-            return RedisBackend(open_url(spec, retry=_no_retry()), spec)
+            return RedisBackend(open_url(spec, retry=_no_retry()), shown)
         if spec.startswith("redis+cluster://"):
-            return ClusterBackend(open_url(spec, retry=_no_retry()), spec)
+            return ClusterBackend(open_url(spec, retry=_no_retry()), shown)
+    except BackendSpecError as exc:
+        raise BackendSpecError(f"backend {exc}") from None
     except (RuntimeError, *_SERVER_ERRORS) as exc:
         if isinstance(exc, BackendError):
             raise
-        raise BackendError(f"backend {spec}: {exc}") from exc
-    raise ValueError(f"backend: unknown backend {spec!r} (known: {', '.join(BACKEND_SPECS)})")
+        raise BackendError(f"backend {redact(spec)}: {exc}") from exc
+    raise BackendSpecError(f"backend: unknown backend {spec!r} (known: {', '.join(BACKEND_SPECS)})")

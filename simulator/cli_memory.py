@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pandas as pd
 import redis
@@ -54,8 +55,9 @@ def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> li
     client = backend.client
     if int(client.dbsize()) != 0:
         raise UsageError(
-            f"{server} holds {client.dbsize()} keys; the measurement flushes the database, "
-            "so point --backend-url at an empty server"
+            f"{server} holds {client.dbsize()} keys; the measurement fills and empties its "
+            "database (FLUSHDB), so point --backend-url at an empty database (e.g. "
+            "redis://HOST:PORT/15; the server's other databases are never touched)"
         )
     users = memory.TARGET_USERS if args.full else args.users
     budget_gib = args.budget or (FULL_BUDGET_GIB if args.full else REDUCED_BUDGET_GIB)
@@ -115,18 +117,33 @@ def _print_summary(table: pd.DataFrame, bigkey: pd.DataFrame) -> None:
         )
 
 
+def _url_backend(url: str) -> RedisBackend:
+    """The one database of a server the program did not start, refused before connecting when
+    the URL names a cluster (its used_memory is split over the nodes)."""
+    from simulator.servers import open_url
+
+    if urlsplit(url).scheme == "redis+cluster":
+        raise UsageError(
+            f"--backend-url {url}: a cluster splits used_memory over its nodes; "
+            "give one node as redis://HOST:PORT/DB"
+        )
+    try:
+        client = open_url(url)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return RedisBackend(client, url)
+
+
 def cmd_memory(args: argparse.Namespace) -> int:
-    from simulator.servers import EmbeddedValkey, open_url
+    from simulator.servers import EmbeddedValkey
 
     try:
         if args.backend_url:
+            backend = _url_backend(args.backend_url)
             try:
-                client = open_url(args.backend_url)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-            if not isinstance(client, redis.Redis):
-                raise UsageError("--backend-url: a cluster splits used_memory; give one node")
-            paths = _measure(RedisBackend(client, args.backend_url), args, args.backend_url)
+                paths = _measure(backend, args, args.backend_url)
+            finally:
+                backend.close()
         else:
             budget = args.budget or (FULL_BUDGET_GIB if args.full else REDUCED_BUDGET_GIB)
             guard = f"{int((budget + GUARD_GIB) * 1024)}mb"
@@ -175,7 +192,9 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="URL",
         help="measure on this running server (redis://HOST:PORT/DB) instead of an embedded "
-        "Valkey; its database must be empty, because the measurement flushes it",
+        "Valkey. That database must be empty: the measurement fills it and empties it again "
+        "(FLUSHDB) and never touches the server's other databases. used_memory is server-wide, "
+        "so the figures are approximate if anything else changes that server's memory meanwhile",
     )
     p.add_argument(
         "--script-users",

@@ -1,7 +1,7 @@
 """Bulk reference: every algorithm over a whole trace at once, for studies of millions of requests.
 
 The Lua scripts on fakeredis are the truth for what a server does, at a few thousand decisions a
-second; :mod:`simulator.reference` mirrors them request by request at ~50x that. A study of a
+second; each algorithm's ``Reference`` mirrors them request by request at ~50x that. A study of a
 million requests wants more, and it does not need the objects: it needs, for every request, was it
 admitted and what number was compared with the limit. Clients never share state, so the trace is
 sorted by (client, time, arrival order) once and each client's requests are decided in one tight

