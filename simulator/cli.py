@@ -236,7 +236,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         def keys() -> list[str]:
             when = np.floor(t_ms.astype("float64")).astype("int64").tolist()
-            requests = zip(trace["client"].astype(str).tolist(), when, strict=True)
+            requests = zip(trace["client"].tolist(), when, strict=True)
             return run_keys(args.algorithm, args.limit, window_ms, requests, backend)
 
         problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)

@@ -212,7 +212,10 @@ def replay(
     """
     order = np.argsort(trace["t_ms"].to_numpy(), kind="stable")
     t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")[order]).astype("int64").tolist()
-    clients = trace["client"].astype(str).to_numpy()[order].tolist()
+    # Not .astype(str): pandas' default strings cannot hold the lone surrogates that stand for
+    # bytes of an id that are not UTF-8.
+    clients = [c if type(c) is str else str(c) for c in trace["client"].tolist()]
+    clients = [clients[i] for i in order.tolist()]
     backend = backend or FakeRedisBackend()
     t0 = int(t_ms[0]) if t_ms else 0
     env = environment_for(backend, algorithm, initial_time=t0)

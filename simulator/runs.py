@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import os
 import signal
 import sys
@@ -177,6 +178,15 @@ def leftover_keys(backend: Backend, spec: str, keys: Callable[[], list[str]]) ->
     )
 
 
+def _stdout() -> IO[str]:
+    """Standard output as UTF-8 that writes escaped bytes back as they were read."""
+    stdout = sys.stdout
+    if isinstance(stdout, io.TextIOWrapper):
+        stdout.flush()
+        stdout.reconfigure(encoding="utf-8", errors="surrogateescape", newline="")
+    return stdout
+
+
 class DecisionCsv:
     """The replay's CSV, written while the replay runs.
 
@@ -191,8 +201,12 @@ class DecisionCsv:
     ) -> None:
         self.stop = stop
         self.path = None if out is None or str(out) == "-" else out
+        # Client ids keep the bytes they were read with (undecodable ones as lone surrogates):
+        # written with the same error handler, they come out as the very bytes that came in.
         self._fh: IO[str] = (
-            sys.stdout if self.path is None else self.path.open("w", newline="", encoding="utf-8")
+            _stdout()
+            if self.path is None
+            else self.path.open("w", newline="", encoding="utf-8", errors="surrogateescape")
         )
         self._csv = csv.writer(self._fh, lineterminator="\n")
         self._csv.writerow(HEADER)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulator.records import CLIENT_DTYPE
+
 __all__ = ["TraceError", "read_trace", "read_csv_trace", "read_clf_trace"]
 
 
@@ -52,7 +54,7 @@ def read_csv_trace(path: str | Path) -> pd.DataFrame:
                 raise TraceError(f"{path}:{line}: t_ms {row[it]!r} must be finite and >= 0")
             t_ms.append(t)
             clients.append(row[ic])
-    return pd.DataFrame({"t_ms": t_ms, "client": pd.array(clients, dtype="string")})
+    return pd.DataFrame({"t_ms": t_ms, "client": pd.array(clients, dtype=CLIENT_DTYPE)})
 
 
 # host ident authuser [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" status bytes ...
@@ -77,7 +79,7 @@ def read_clf_trace(path: str | Path) -> pd.DataFrame:
                 raise TraceError(f"{path}:{line_no}: bad time [{m.group(2)}]") from None
             t_ms.append(when.timestamp() * 1000.0)
             clients.append(m.group(1))
-    return pd.DataFrame({"t_ms": t_ms, "client": pd.array(clients, dtype="string")})
+    return pd.DataFrame({"t_ms": t_ms, "client": pd.array(clients, dtype=CLIENT_DTYPE)})
 
 
 def read_trace(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
@@ -90,6 +92,8 @@ def read_trace(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
 
 def _open(path: Path):  # type: ignore[no-untyped-def]
     try:
-        return path.open(newline="", encoding="utf-8", errors="replace")
+        # Bytes that are not UTF-8 stay what they were (lone surrogates that encode back to the
+        # same bytes): replacing them with U+FFFD would merge distinct clients into one.
+        return path.open(newline="", encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise TraceError(f"{path}: cannot open ({exc.strerror})") from None
