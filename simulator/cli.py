@@ -211,6 +211,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from simulator.realtime import needs_real_time
     from simulator.runs import (
         DecisionCsv,
+        OutputError,
+        check_output,
         leftover_keys,
         open_backend,
         run_keys,
@@ -218,6 +220,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     )
     from simulator.traces import read_trace
 
+    try:
+        check_output(args.out, args.trace)
+    except OutputError as exc:
+        raise UsageError(str(exc)) from None
     trace = read_trace(args.trace, args.format)
     if trace.empty:
         raise UsageError(f"{args.trace}: the trace holds no requests")

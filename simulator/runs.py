@@ -33,6 +33,8 @@ __all__ = [
     "stop_between_calls",
     "StopFlag",
     "DecisionCsv",
+    "OutputError",
+    "check_output",
     "HEADER",
     "run_keys",
     "leftover_keys",
@@ -176,6 +178,28 @@ def leftover_keys(backend: Backend, spec: str, keys: Callable[[], list[str]]) ->
         "delete them (e.g. redis-cli --scan --pattern 'rl:*' | xargs redis-cli unlink), or "
         "pass --reuse-keys to run on them as they are"
     )
+
+
+class OutputError(ValueError):
+    """The replay's output cannot be written (or must not be); the message names the file."""
+
+
+def check_output(out: Path | None, trace: Path) -> None:
+    """Refuse an ``--out`` that cannot be written, before anything is computed.
+
+    The file is only looked at, never truncated: a refused run leaves it as it was.
+    """
+    if out is None or str(out) == "-":
+        return
+    try:
+        same = os.path.samefile(out, trace)  # the same inode: also through a link
+    except OSError:
+        same = False
+    if same:
+        raise OutputError(
+            f"--out {out}: is the trace itself ({trace}); the replay would overwrite the "
+            "requests it reads - choose another file"
+        )
 
 
 def _stdout() -> IO[str]:

@@ -70,3 +70,21 @@ def test_hash_tags_are_the_ids_bytes_and_never_collide():
     tags = {encode_client(c) for c in ["é", "\udcc3\udca9", "\udcc3", "", "%", "%25", "%%"]}
     assert len(tags) == 7
     assert all("{" not in t and "}" not in t and t for t in tags)
+
+
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "other spelling"])
+def test_out_that_is_the_trace_is_refused_and_the_trace_kept(tmp_path, how):
+    trace = tmp_path / "trace.csv"
+    content = b"t_ms,client\n0,a\n1,b\n"
+    trace.write_bytes(content)
+    out = {
+        "same path": lambda: trace,
+        "symlink": lambda: (tmp_path / "link.csv").symlink_to(trace) or tmp_path / "link.csv",
+        "hard link": lambda: (tmp_path / "hard.csv").hardlink_to(trace) or tmp_path / "hard.csv",
+        "other spelling": lambda: tmp_path / "." / ".." / tmp_path.name / "trace.csv",
+    }[how]()
+    done = run("replay", trace, *FW, "--out", out)
+    assert done.returncode == 2
+    errors = done.stderr.decode().splitlines()
+    assert len(errors) == 1 and "is the trace itself" in errors[0], errors
+    assert trace.read_bytes() == content
