@@ -204,7 +204,6 @@ def cmd_burst(args: argparse.Namespace) -> int:
 
 # --- replay ----------------------------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
-    import numpy as np
     from tqdm import tqdm
 
     from simulator.model import replay
@@ -241,8 +240,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         window_ms = round(args.window * 1000)
 
         def keys() -> list[str]:
-            when = np.floor(t_ms.astype("float64")).astype("int64").tolist()
-            requests = zip(trace["client"].tolist(), when, strict=True)
+            requests = zip(trace["client"].tolist(), t_ms.tolist(), strict=True)
             return run_keys(args.algorithm, args.limit, window_ms, requests, backend)
 
         problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)

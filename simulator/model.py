@@ -37,6 +37,7 @@ from simulator.realtime import (
 )
 from simulator.records import Decision, DecisionLog
 from simulator.scenario import BurstAt, Scenario
+from simulator.traces import exact_t_ms
 
 __all__ = ["simulate", "replay", "boundary_burst", "run_id_for", "Row", "PIPELINE_CALLS"]
 
@@ -210,8 +211,9 @@ def replay(
     arguments, within one millisecond for ``echomq``, which replays on real time there.
     ``on_rows`` gets each pipeline's decisions as soon as they are made.
     """
-    order = np.argsort(trace["t_ms"].to_numpy(), kind="stable")
-    t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")[order]).astype("int64").tolist()
+    exact = exact_t_ms(trace["t_ms"].to_numpy())  # int64 throughout: no float rounds a time
+    order = np.argsort(exact, kind="stable")
+    t_ms = exact[order].tolist()
     # Not .astype(str): pandas' default strings cannot hold the lone surrogates that stand for
     # bytes of an id that are not UTF-8.
     clients = [c if type(c) is str else str(c) for c in trace["client"].tolist()]

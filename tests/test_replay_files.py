@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,3 +89,113 @@ def test_out_that_is_the_trace_is_refused_and_the_trace_kept(tmp_path, how):
     errors = done.stderr.decode().splitlines()
     assert len(errors) == 1 and "is the trace itself" in errors[0], errors
     assert trace.read_bytes() == content
+
+
+MAX_T_MS = 2**52 - 1
+
+
+def replay_csv(
+    tmp_path: Path, body: bytes, *extra: str
+) -> tuple[subprocess.CompletedProcess[bytes], Path]:
+    trace, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
+    trace.write_bytes(body)
+    return run("replay", trace, *FW, "--out", out_csv, *extra), out_csv
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        (b"9223372036854775808", 3),  # 2^63: once wrapped round to -2^63
+        (b"18446744073709551616", 3),
+        (b"%d" % (MAX_T_MS + 1), 3),
+        (b"9007199254740993", 3),  # 2^53 + 1: once rounded to 2^53
+        (b"4503599627370496.5", 3),  # floors to MAX_T_MS + 1
+        (b"-1", 3),
+        (b"-0.5", 3),  # floors to -1
+        (b"1e400", 3),
+        (b"nan", 3),
+        (b"inf", 3),
+    ],
+)
+def test_a_time_outside_what_a_script_holds_is_refused_naming_the_line(tmp_path, text, line):
+    done, out_csv = replay_csv(tmp_path, b"t_ms,client\n0,a\n" + text + b",b\n2,c\n")
+    assert done.returncode == 2, done.stderr
+    message = done.stderr.decode()
+    assert f"trace.csv:{line}: t_ms {text.decode()!r}" in message, message
+    assert "Traceback" not in message
+    assert not out_csv.exists()
+
+
+def test_times_are_read_exactly_and_decimals_floored(tmp_path):
+    body = b"t_ms,client\n12.5,a\n4503599627370494.9,b\n%d,c\n1e3,d\n0,e\n" % MAX_T_MS
+    done, out_csv = replay_csv(tmp_path, body)
+    assert done.returncode == 0, done.stderr
+    # 4503599627370494.9 as a float is ...495.0: the exact floor is ...494.
+    assert fields(out_csv.read_bytes(), "t_ms") == [
+        b"12",
+        b"4503599627370494",
+        b"%d" % MAX_T_MS,
+        b"1000",
+        b"0",
+    ]
+
+
+def test_access_log_before_1970_is_refused_naming_the_line(tmp_path):
+    log = tmp_path / "old.log"
+    lines = [CLF_LINE % b"a", CLF_LINE.replace(b"2000", b"1969") % b"b"]
+    log.write_bytes(b"".join(lines))
+    done = run("replay", log, "--format", "clf", *FW)
+    assert done.returncode == 2
+    message = done.stderr.decode()
+    assert "old.log:2: time [10/Oct/1969:13:55:36 -0700] is before 1970" in message, message
+    assert "Traceback" not in message
+
+
+def test_readers_give_exact_int64_times(tmp_path):
+    from simulator.traces import read_trace
+
+    trace = tmp_path / "t.csv"
+    trace.write_bytes(b"t_ms,client\n%d,a\n7.9,b\n" % MAX_T_MS)
+    frame = read_trace(trace)
+    assert str(frame["t_ms"].dtype) == "int64"
+    assert frame["t_ms"].tolist() == [MAX_T_MS, 7]
+    log = tmp_path / "a.log"
+    log.write_bytes(CLF_LINE % b"x")
+    frame = read_trace(log, "clf")
+    assert str(frame["t_ms"].dtype) == "int64"
+    assert frame["t_ms"].tolist() == [971_211_336_000]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0, 2**60],
+        np.array([0, 2**63], dtype="uint64"),
+        [0.0, 2.0**53],
+        [0, -1],
+        [0.0, float("nan")],
+    ],
+    ids=["2^60", "uint64 2^63", "float 2^53", "negative", "nan"],
+)
+def test_api_replay_refuses_times_a_script_cannot_hold(values):
+    import pandas as pd
+
+    from simulator.model import replay
+    from simulator.scenario import ConfigError
+
+    frame = pd.DataFrame({"t_ms": values, "client": ["a", "b"]})
+    with pytest.raises(ConfigError, match="t_ms"):
+        replay(frame, "fixed_window", 10, 1000)
+
+
+def test_api_replay_keeps_times_exact():
+    import pandas as pd
+
+    from simulator.model import replay
+
+    t_ms = [MAX_T_MS, MAX_T_MS - 1, 0]
+    frame = pd.DataFrame({"t_ms": np.array(t_ms, dtype="int64"), "client": ["a", "a", "b"]})
+    got = replay(frame, "fixed_window", 10, 1000)
+    assert got["t_ms"].tolist() == t_ms
+    floats = pd.DataFrame({"t_ms": [2.5, 1.9999], "client": ["a", "b"]})
+    assert replay(floats, "fixed_window", 10, 1000)["t_ms"].tolist() == [2, 1]
