@@ -15,7 +15,7 @@ floored to its millisecond without passing through a float. A script computes wi
 Lua numbers, so a time must lie in ``0 <= t_ms <= MAX_T_MS`` (2^52 - 1); one outside is
 refused, in both formats alike (an access log's date before 1970 too). Bytes that are not UTF-8
 are kept as lone surrogates (``surrogateescape``), so distinct ids stay distinct and are written
-back out as the very bytes read.
+back out as the very bytes read; a byte-order mark at the start is dropped.
 """
 
 from __future__ import annotations
@@ -120,6 +120,12 @@ def iter_csv_trace(path: str | Path, chunk: int = CHUNK_REQUESTS) -> Iterator[Re
         missing = [c for c in ("t_ms", "client") if c not in names]
         if missing:
             raise TraceError(f"{path}:1: header lacks {', '.join(missing)} (found {header})")
+        for name in ("t_ms", "client"):
+            if names.count(name) > 1:
+                raise TraceError(
+                    f"{path}:1: the header holds column {name!r} {names.count(name)} times "
+                    f"(found {header}); which one is meant?"
+                )
         it, ic, width = names.index("t_ms"), names.index("client"), len(names)
         start, t_ms, clients = 0, list[int](), list[str]()
         for row in reader:
@@ -234,7 +240,8 @@ def read_trace(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
 def _open(path: Path) -> IO[str]:
     try:
         # Bytes that are not UTF-8 stay what they were (lone surrogates that encode back to the
-        # same bytes): replacing them with U+FFFD would merge distinct clients into one.
-        return path.open(newline="", encoding="utf-8", errors="surrogateescape")
+        # same bytes): replacing them with U+FFFD would merge distinct clients into one. A
+        # byte-order mark at the start (as some editors on Windows write) is not data.
+        return path.open(newline="", encoding="utf-8-sig", errors="surrogateescape")
     except OSError as exc:
         raise TraceError(f"{path}: cannot open ({exc.strerror})") from None

@@ -199,3 +199,29 @@ def test_api_replay_keeps_times_exact():
     assert got["t_ms"].tolist() == t_ms
     floats = pd.DataFrame({"t_ms": [2.5, 1.9999], "client": ["a", "b"]})
     assert replay(floats, "fixed_window", 10, 1000)["t_ms"].tolist() == [2, 1]
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "clf"])
+def test_a_byte_order_mark_is_not_part_of_the_data(tmp_path, fmt):
+    trace = tmp_path / "trace"
+    if fmt == "csv":
+        trace.write_bytes(BOM + b"client,t_ms\nalice,0\nbob,1\n")
+    else:
+        trace.write_bytes(BOM + CLF_LINE % b"alice" + CLF_LINE % b"bob")
+    out_csv = tmp_path / "out.csv"
+    done = run("replay", trace, "--format", fmt, *FW, "--out", out_csv)
+    assert done.returncode == 0, done.stderr
+    assert fields(out_csv.read_bytes(), "client") == [b"alice", b"bob"]
+
+
+@pytest.mark.parametrize("column", ["t_ms", "client"])
+def test_a_column_twice_in_the_header_is_refused(tmp_path, column):
+    header = {"t_ms": b"t_ms,client,t_ms", "client": b"client,t_ms,client"}[column]
+    done, out_csv = replay_csv(tmp_path, header + b"\n0,a,1\n")
+    assert done.returncode == 2
+    message = done.stderr.decode()
+    assert f"trace.csv:1: the header holds column {column!r} 2 times" in message, message
+    assert not out_csv.exists()
