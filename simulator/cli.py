@@ -246,33 +246,36 @@ def cmd_replay(args: argparse.Namespace) -> int:
         problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
         if problem is not None:  # refused before the output file is touched
             raise UsageError(problem)
-        sink = DecisionCsv(args.out, in_order, stop)
         complete = False
         try:
-            with tqdm(
-                total=len(trace),
-                unit="req",
-                desc=f"replay {args.algorithm}",
-                disable=None,
-                file=sys.stderr,
-            ) as bar:
-                frame = replay(
-                    trace,
-                    args.algorithm,
-                    args.limit,
-                    window_ms,
-                    backend,
-                    on_progress=bar.update,
-                    pipeline=args.pipeline,
-                    on_rows=sink,
-                )
-            complete = True
-        except (BackendError, ScriptError) as exc:
-            sink.close(complete)
-            where = "standard output" if sink.path is None else str(sink.path)
-            raise type(exc)(f"{exc}; the {sink.written} decisions made are in {where}") from exc
-        finally:
-            sink.close(complete)
+            sink = DecisionCsv(args.out, in_order, stop)
+            try:
+                with tqdm(
+                    total=len(trace),
+                    unit="req",
+                    desc=f"replay {args.algorithm}",
+                    disable=None,
+                    file=sys.stderr,
+                ) as bar:
+                    frame = replay(
+                        trace,
+                        args.algorithm,
+                        args.limit,
+                        window_ms,
+                        backend,
+                        on_progress=bar.update,
+                        pipeline=args.pipeline,
+                        on_rows=sink,
+                    )
+                complete = True
+            except (BackendError, ScriptError) as exc:
+                sink.close(complete)
+                said = f"{exc}; the {sink.written} decisions made are in {sink.where}"
+                raise type(exc)(said) from exc
+            finally:
+                sink.close(complete)
+        except OutputError as exc:  # a full disk: what was written whole stays
+            raise UsageError(str(exc)) from None
     refused = frame[~frame["allowed"]]
     print(
         f"{args.algorithm}: {len(frame) - len(refused)} of {len(frame)} admitted, "

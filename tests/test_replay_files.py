@@ -8,6 +8,10 @@ output compared byte for byte where bytes are the point.
 
 from __future__ import annotations
 
+import os
+import re
+import resource
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -225,3 +229,79 @@ def test_a_column_twice_in_the_header_is_refused(tmp_path, column):
     message = done.stderr.decode()
     assert f"trace.csv:1: the header holds column {column!r} 2 times" in message, message
     assert not out_csv.exists()
+
+
+@pytest.fixture
+def unwritable(tmp_path):
+    """A file with content that this process may not write (read-only, or immutable for root)."""
+    path = tmp_path / "kept.csv"
+    path.write_bytes(b"precious\n")
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        yield path
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("root and no chattr +i here: every file is writable")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.mark.parametrize("case", ["missing folder", "a directory", "unwritable"])
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, case, request):
+    out = {
+        "missing folder": lambda: tmp_path / "no" / "such" / "out.csv",
+        "a directory": lambda: tmp_path,
+        "unwritable": lambda: request.getfixturevalue("unwritable"),
+    }[case]()
+    before = out.read_bytes() if out.is_file() else None
+    trace = tmp_path / "trace.csv"
+    trace.write_bytes(b"t_ms,client\n0,a\n1,b\n")
+    done = run("replay", trace, *FW, "--out", out)
+    assert done.returncode == 2
+    errors = done.stderr.decode().splitlines()
+    assert len(errors) == 1 and f"--out {out}: " in errors[0], errors
+    assert "Traceback" not in done.stderr.decode()
+    if before is not None:
+        assert out.read_bytes() == before  # refused: not even truncated
+    else:
+        assert not (tmp_path / "no").exists()
+
+
+def test_a_full_disk_stops_the_replay_with_a_message():
+    trace = ROOT / "data" / "traces" / "apache_combined_sample.log"
+    done = run("replay", trace, "--format", "clf", *FW, "--out", "/dev/full")
+    assert done.returncode == 2
+    errors = done.stderr.decode().splitlines()
+    assert len(errors) == 1 and "--out /dev/full: " in errors[0], errors
+    assert "No space left on device" in errors[0]
+
+
+def test_a_disk_that_fills_up_keeps_every_complete_row_written(tmp_path):
+    """The file may grow to 256 KiB only (as on a nearly full disk): the rows before stay whole."""
+    trace = ROOT / "data" / "traces" / "apache_combined_sample.log"
+    out_csv = tmp_path / "out.csv"
+    full = ["--out", str(tmp_path / "full.csv")]
+    assert run("replay", trace, "--format", "clf", *FW, *full).returncode == 0
+    expected = (tmp_path / "full.csv").read_bytes().splitlines(keepends=True)
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed program
+        resource.setrlimit(resource.RLIMIT_FSIZE, (262_144, 262_144))
+
+    args = ["replay", str(trace), "--format", "clf", *FW, "--out", str(out_csv)]
+    done = subprocess.run(
+        [sys.executable, "-m", "simulator", *args],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+        preexec_fn=small_disk,
+    )
+    assert done.returncode == 2, done.stderr
+    message = done.stderr.decode()
+    assert f"--out {out_csv}: " in message and "Traceback" not in message, message
+    written = int(re.search(r"(\d+) decisions", message).group(1))
+    got = out_csv.read_bytes().splitlines(keepends=True)
+    assert 0 < written == len(got) - 1  # the header and every row whole, none cut in half
+    assert got == expected[: len(got)]
