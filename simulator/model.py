@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
+from simulator.backends import NO_REPLY, Backend, BackendError, FakeRedisBackend, ScriptError
 from simulator.clients import process_for
 from simulator.limiters import ALGORITHMS, Limiter
 from simulator.realtime import (
@@ -136,6 +136,20 @@ def _batches(t_ms: Sequence[int], size: int, same_ms: bool) -> list[tuple[int, i
     return bounds
 
 
+def _unknown(exc: BackendError, positions: Sequence[int], show: int = 5) -> BackendError:
+    """The same error, naming the requests whose calls went to the failed node."""
+    if not positions:
+        return exc
+    first = ", ".join(str(p + 1) for p in sorted(positions)[:show])
+    more = f" and {len(positions) - show} more" if len(positions) > show else ""
+    error = BackendError(
+        f"{str(exc).rstrip('. ')}; the outcome of {len(positions)} calls sent to "
+        f"{exc.failed_node} is unknown (requests {first}{more}, counted from 1 in input order)"
+    )
+    error.replies, error.unknown, error.failed_node = exc.replies, exc.unknown, exc.failed_node
+    return error
+
+
 def _replay_process(
     env: simpy.Environment,
     t_ms: list[int],
@@ -148,6 +162,7 @@ def _replay_process(
     on_rows: Callable[[list[Row]], None] | None,
     on_progress: Callable[[int], None] | None,
     watch: ExpiryWatch | None,
+    reached: list[int],
 ) -> Generator[simpy.Event, Any, None]:
     call, parse, logged = limiter.call, limiter.parse, log.rows
 
@@ -164,7 +179,24 @@ def _replay_process(
         for lo, hi in bounds:
             if t_ms[lo] > env.now:
                 yield env.timeout(t_ms[lo] - env.now)
-            replies = next(stream)
+            try:
+                replies = next(stream)
+            except BackendError as exc:
+                if exc.replies is None:
+                    raise
+                # Some calls of this batch were answered before the failure (the other nodes
+                # of a cluster): their decisions are made and are kept, even out of turn.
+                missing = [i for i, r in enumerate(exc.replies) if r is NO_REPLY]
+                rows = [
+                    (positions[lo + i], clients[lo + i], t_ms[lo + i], parse(r))
+                    for i, r in enumerate(exc.replies)
+                    if r is not NO_REPLY and not isinstance(r, ScriptError)
+                ]
+                logged.extend((c, t, d) for _, c, t, d in rows)
+                if on_rows is not None and rows:
+                    on_rows(rows)
+                reached.append(t_ms[lo + missing[0]] if missing else t_ms[hi - 1])
+                raise _unknown(exc, [positions[lo + i] for i in exc.unknown]) from exc
             failed = None
             if ScriptError in map(type, replies):  # keep the decisions before the failure
                 failed = next(r for r in replies if isinstance(r, ScriptError))
@@ -232,6 +264,7 @@ def replay(
     bounds = _batches(t_ms, size, same_ms)
     watch = None if same_ms else ExpiryWatch(window_ms)
     depth = 0 if size == 1 else 1 if same_ms else PIPELINES_IN_FLIGHT  # 0: no pipeline at all
+    reached: list[int] = []  # the time of the first request left undecided, if not the next
     process = _replay_process(
         env,
         t_ms,
@@ -244,6 +277,7 @@ def replay(
         on_rows,
         on_progress,
         watch,
+        reached,
     )
     env.process(process)
     # The log grows by small tuples that never form cycles; the cyclic collector would rescan
@@ -256,7 +290,8 @@ def replay(
         frame = log.frame()
     except (BackendError, ScriptError) as exc:
         done = len(log)
-        raise _stopped(exc, backend, t_ms[min(done, len(t_ms) - 1)], t0, done, len(t_ms)) from exc
+        t_reached = reached[0] if reached else t_ms[min(done, len(t_ms) - 1)]
+        raise _stopped(exc, backend, t_reached, t0, done, len(t_ms)) from exc
     finally:
         if collecting:
             gc.enable()
