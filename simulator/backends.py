@@ -41,6 +41,7 @@ __all__ = [
     "RedisBackend",
     "ClusterBackend",
     "BackendError",
+    "NO_REPLY",
     "ScriptError",
     "BackendSpecError",
     "make_backend",
@@ -62,6 +63,17 @@ class BackendError(RuntimeError):
 
     #: Decisions made before the run stopped (set when a run stops on this error).
     decided: int | None = None
+    #: Set by a backend that got some replies of the batch in flight before it failed (a
+    #: cluster whose other nodes answered): one entry per call, :data:`NO_REPLY` where none came.
+    replies: list[Any] | None = None
+    #: Positions in that batch of the calls sent to the server that failed: they may or may
+    #: not have been applied. ``failed_node`` names that server.
+    unknown: Sequence[int] = ()
+    failed_node: str = ""
+
+
+#: Stands in :attr:`BackendError.replies` for a call that got no reply.
+NO_REPLY: Any = type("NoReply", (), {"__repr__": lambda self: "NO_REPLY"})()
 
 
 class ScriptError(RuntimeError):
@@ -370,10 +382,19 @@ class ClusterBackend(Backend):
                     parts.setdefault(node.name, (node, []))[1].append(i)
             except _SERVER_ERRORS as exc:
                 raise BackendError(f"backend {self.name} failed: {exc}") from exc
-            replies: list[Any] = [None] * len(batch)
+            replies: list[Any] = [NO_REPLY] * len(batch)
             for node, positions in parts.values():
                 calls = [batch[i] for i in positions]
-                for i, reply in zip(positions, next(node.stream([calls], depth=1)), strict=True):
+                try:
+                    answered = next(node.stream([calls], depth=1))
+                except BackendError as exc:
+                    # The other nodes' parts were answered (and applied there): hand their
+                    # replies over so those decisions are kept, and say which calls went to
+                    # the node that failed; the parts not sent yet were never applied.
+                    exc.replies, exc.unknown = replies, positions
+                    exc.failed_node = "node " + node.name.rsplit(" ", 1)[-1]  # its host:port
+                    raise
+                for i, reply in zip(positions, answered, strict=True):
                     replies[i] = reply
             yield replies
 

@@ -246,13 +246,14 @@ def cmd_burst(args: argparse.Namespace) -> int:
 
 # --- replay ----------------------------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
-    import numpy as np
     from tqdm import tqdm
 
     from simulator.model import replay
     from simulator.realtime import needs_real_time
     from simulator.runs import (
         DecisionCsv,
+        OutputError,
+        check_output,
         leftover_keys,
         open_backend,
         run_keys,
@@ -260,6 +261,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     )
     from simulator.traces import read_trace
 
+    try:
+        check_output(args.out, args.trace)
+    except OutputError as exc:
+        raise UsageError(str(exc)) from None
     trace = read_trace(args.trace, args.format)
     if trace.empty:
         raise UsageError(f"{args.trace}: the trace holds no requests")
@@ -277,40 +282,42 @@ def cmd_replay(args: argparse.Namespace) -> int:
         window_ms = round(args.window * 1000)
 
         def keys() -> list[str]:
-            when = np.floor(t_ms.astype("float64")).astype("int64").tolist()
-            requests = zip(trace["client"].astype(str).tolist(), when, strict=True)
+            requests = zip(trace["client"].tolist(), t_ms.tolist(), strict=True)
             return run_keys(args.algorithm, args.limit, window_ms, requests, backend)
 
         problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
         if problem is not None:  # refused before the output file is touched
             raise UsageError(problem)
-        sink = DecisionCsv(args.out, in_order, stop)
         complete = False
         try:
-            with tqdm(
-                total=len(trace),
-                unit="req",
-                desc=f"replay {args.algorithm}",
-                disable=None,
-                file=sys.stderr,
-            ) as bar:
-                frame = replay(
-                    trace,
-                    args.algorithm,
-                    args.limit,
-                    window_ms,
-                    backend,
-                    on_progress=bar.update,
-                    pipeline=args.pipeline,
-                    on_rows=sink,
-                )
-            complete = True
-        except (BackendError, ScriptError) as exc:
-            sink.close(complete)
-            where = "standard output" if sink.path is None else str(sink.path)
-            raise type(exc)(f"{exc}; the {sink.written} decisions made are in {where}") from exc
-        finally:
-            sink.close(complete)
+            sink = DecisionCsv(args.out, in_order, stop)
+            try:
+                with tqdm(
+                    total=len(trace),
+                    unit="req",
+                    desc=f"replay {args.algorithm}",
+                    disable=None,
+                    file=sys.stderr,
+                ) as bar:
+                    frame = replay(
+                        trace,
+                        args.algorithm,
+                        args.limit,
+                        window_ms,
+                        backend,
+                        on_progress=bar.update,
+                        pipeline=args.pipeline,
+                        on_rows=sink,
+                    )
+                complete = True
+            except (BackendError, ScriptError) as exc:
+                sink.close(complete)
+                said = f"{exc}; the {sink.written} decisions made are in {sink.where}"
+                raise type(exc)(said) from exc
+            finally:
+                sink.close(complete)
+        except OutputError as exc:  # a full disk: what was written whole stays
+            raise UsageError(str(exc)) from None
     refused = frame[~frame["allowed"]]
     print(
         f"{args.algorithm}: {len(frame) - len(refused)} of {len(frame)} admitted, "

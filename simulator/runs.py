@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
+import io
 import os
 import signal
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, make_backend
@@ -33,6 +36,8 @@ __all__ = [
     "stop_between_calls",
     "StopFlag",
     "DecisionCsv",
+    "OutputError",
+    "check_output",
     "HEADER",
     "run_keys",
     "leftover_keys",
@@ -178,13 +183,55 @@ def leftover_keys(backend: Backend, spec: str, keys: Callable[[], list[str]]) ->
     )
 
 
+class OutputError(ValueError):
+    """The replay's output cannot be written (or must not be); the message names the file."""
+
+
+def check_output(out: Path | None, trace: Path) -> None:
+    """Refuse an ``--out`` that cannot be written, before anything is computed.
+
+    The file is only looked at, never truncated: a refused run leaves it as it was (a file that
+    does not exist yet is created to see that it can be, and removed again).
+    """
+    if out is None or str(out) == "-":
+        return
+    where = f"--out {out}"
+    try:
+        same = os.path.samefile(out, trace)  # the same inode: also through a link
+    except OSError:
+        same = False
+    if same:
+        raise OutputError(
+            f"{where}: is the trace itself ({trace}); the replay would overwrite the "
+            "requests it reads - choose another file"
+        )
+    if out.is_dir():
+        raise OutputError(f"{where}: is a folder; name a file (e.g. {out / 'decisions.csv'})")
+    if not out.parent.is_dir():
+        raise OutputError(f"{where}: the folder {out.parent} does not exist")
+    try:
+        if out.is_file():
+            os.close(os.open(out, os.O_WRONLY))  # no O_TRUNC: the file stays as it is
+        elif not out.exists():
+            os.close(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            out.unlink()
+    except OSError as exc:
+        raise OutputError(f"{where}: cannot be written ({exc.strerror})") from None
+
+
 class DecisionCsv:
     """The replay's CSV, written while the replay runs.
 
     Rows arrive in decision order (time order, ties in input order). When that is also the
-    input order they are written at once and flushed; otherwise they are kept and written in
-    input order at the end - or, if the run fails, in decision order right away, so that no
-    decision made is lost.
+    input order they are written at once; otherwise they are kept and written in input order at
+    the end - or, if the run fails, in decision order right away, so that no decision made is
+    lost.
+
+    Each pipeline's rows are formatted in memory and written in one go. Client ids keep the
+    bytes they were read with (undecodable ones as lone surrogates) and are encoded with the
+    same error handler, so they come out as the very bytes that came in. If a write fails (a
+    full disk), the file is cut back to the rows written whole before and the run stops with an
+    :class:`OutputError`.
     """
 
     def __init__(
@@ -192,33 +239,69 @@ class DecisionCsv:
     ) -> None:
         self.stop = stop
         self.path = None if out is None or str(out) == "-" else out
-        self._fh: IO[str] = (
-            sys.stdout if self.path is None else self.path.open("w", newline="", encoding="utf-8")
-        )
-        self._csv = csv.writer(self._fh, lineterminator="\n")
-        self._csv.writerow(HEADER)
+        self.where = "standard output" if self.path is None else str(self.path)
+        if self.path is None:
+            sys.stdout.flush()  # what the program printed before goes first
+            self._fd = sys.stdout.fileno()
+        else:
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            except OSError as exc:
+                raise OutputError(
+                    f"--out {self.path}: cannot be written ({exc.strerror})"
+                ) from None
+        self._regular = stat.S_ISREG(os.fstat(self._fd).st_mode)
+        self._text = io.StringIO()
+        self._csv = csv.writer(self._text, lineterminator="\n")
         self._eager = in_input_order
         self._kept: list[Row] = []
+        self._good_bytes = 0  # the file's size after the last complete write
+        self._broken = False
         self.written = 0
+        self._csv.writerow(HEADER)
+        self._flush(0)
 
-    def _write(self, rows: list[Row]) -> None:
-        writerow = self._csv.writerow
+    def _flush(self, rows: int) -> None:
+        data = memoryview(self._text.getvalue().encode("utf-8", "surrogateescape"))
+        self._text.seek(0)
+        self._text.truncate()
         try:
-            for position, client, t_ms, d in rows:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except BrokenPipeError:
+            if self.path is not None:
+                raise self._failed(OSError(errno.EPIPE, os.strerror(errno.EPIPE))) from None
+            # The reader of standard output has gone (``| head``): stop quietly, as Unix tools do.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(141) from None
+        except OSError as exc:
+            raise self._failed(exc) from None
+        self._good_bytes = os.lseek(self._fd, 0, os.SEEK_CUR) if self._regular else 0
+        self.written += rows
+
+    def _failed(self, exc: OSError) -> OutputError:
+        """Cut the file back to its whole rows; the error to stop the run with."""
+        self._broken = True
+        if self._regular:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._good_bytes)
+        return OutputError(
+            f"--out {self.where}: cannot be written ({exc.strerror}); the replay stopped, "
+            f"and the {self.written} decisions written before are in it"
+        )
+
+    def _write(self, rows: list[Row], per_write: int = 1000) -> None:
+        writerow = self._csv.writerow
+        for start in range(0, len(rows), per_write):
+            part = rows[start : start + per_write]
+            for position, client, t_ms, d in part:
                 retry = "" if d.allowed else d.retry_after_ms
                 writerow(
                     (position + 1, t_ms, client, int(d.allowed), float(d.count), d.limit)
                     + (d.remaining, d.reset_ms, retry)
                 )
-            self._fh.flush()
-        except BrokenPipeError:
-            if self.path is not None:
-                raise
-            # The reader of standard output has gone (``| head``): stop quietly, as Unix tools do.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            raise SystemExit(141) from None
-        self.written += len(rows)
+            self._flush(len(part))
 
     def __call__(self, rows: list[Row]) -> None:
         if self._eager:
@@ -230,10 +313,11 @@ class DecisionCsv:
 
     def close(self, complete: bool) -> None:
         """Write what is kept (in input order if the run is ``complete``) and close the file."""
-        if self._kept:
-            self._write(sorted(self._kept) if complete else self._kept)
-            self._kept = []
-        if self.path is not None:
-            self._fh.close()
-        else:
-            self._fh.flush()
+        try:
+            if self._kept and not self._broken:
+                kept, self._kept = self._kept, []
+                self._write(sorted(kept) if complete else kept)
+        finally:
+            if self.path is not None and self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1

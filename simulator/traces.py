@@ -1,33 +1,116 @@
 """Request traces to replay: a CSV of ``t_ms,client`` or a web server's access log.
 
-A trace is a frame with ``t_ms`` (milliseconds, any origin) and ``client`` (any string), one row
-per request in file order. Access logs in the Apache/Nginx combined (or common) format are read
-with the remote host as the client and the request time as ``t_ms`` (ms since the Unix epoch), so a
-real log can be replayed. A malformed line stops the read with a message naming file and line.
+A trace is a list of requests in file order, each a time ``t_ms`` (whole milliseconds, any
+origin) and a ``client`` (any string). Access logs in the Apache/Nginx combined (or common)
+format are read with the remote host as the client and the request time as ``t_ms`` (ms since
+the Unix epoch), so a real log can be replayed. A malformed line stops the read with a message
+naming file and line.
+
+A log may hold fifty million lines, so the readers hand the requests out in chunks of at most
+:data:`CHUNK_REQUESTS` (:func:`iter_trace`); :func:`read_trace` gathers them into a frame for
+those who want one in memory.
+
+Times are read exactly: an integer as the integer it spells, a decimal (``12.5``, ``1.5e3``)
+floored to its millisecond without passing through a float. A script computes with times as
+Lua numbers, so a time must lie in ``0 <= t_ms <= MAX_T_MS`` (2^52 - 1); one outside is
+refused, in both formats alike (an access log's date before 1970 too). Bytes that are not UTF-8
+are kept as lone surrogates (``surrogateescape``), so distinct ids stay distinct and are written
+back out as the very bytes read; a byte-order mark at the start is dropped.
 """
 
 from __future__ import annotations
 
 import csv
-import math
 import re
-from datetime import datetime
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from pathlib import Path
+from typing import IO, NamedTuple
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["TraceError", "read_trace", "read_csv_trace", "read_clf_trace"]
+from simulator.records import CLIENT_DTYPE
+from simulator.scenario import MAX_T_MS, ConfigError
+
+__all__ = [
+    "TraceError",
+    "Requests",
+    "CHUNK_REQUESTS",
+    "parse_t_ms",
+    "exact_t_ms",
+    "iter_trace",
+    "iter_csv_trace",
+    "iter_clf_trace",
+    "read_trace",
+    "read_csv_trace",
+    "read_clf_trace",
+]
+
+#: Requests per chunk handed out by the readers.
+CHUNK_REQUESTS = 65_536
+_RANGE = f"must be from 0 to {MAX_T_MS:,} ms"
 
 
 class TraceError(ValueError):
     """A trace file could not be read; the message names the file and line."""
 
 
-def read_csv_trace(path: str | Path) -> pd.DataFrame:
-    """CSV with a header holding ``t_ms`` and ``client`` (in any column order)."""
+class Requests(NamedTuple):
+    """Some requests of a trace: their positions in it (from 0, in file order), times, clients."""
+
+    positions: Sequence[int]
+    t_ms: list[int]
+    clients: list[str]
+
+
+def parse_t_ms(text: str) -> int:
+    """The millisecond ``text`` names, exactly, or a ValueError saying what is wrong with it."""
+    try:
+        t_ms = int(text)
+    except ValueError:
+        try:
+            exact = Decimal(text)
+        except InvalidOperation:
+            raise ValueError("is not a number") from None
+        if not exact.is_finite():
+            raise ValueError("is not a finite number") from None
+        if exact < 0 or exact >= MAX_T_MS + 1:  # compared before flooring: 1e400 stays cheap
+            raise ValueError(f"is out of range: {_RANGE}") from None
+        return int(exact.to_integral_value(rounding=ROUND_FLOOR))
+    if t_ms < 0 or t_ms > MAX_T_MS:
+        raise ValueError(f"is out of range: {_RANGE}")
+    return t_ms
+
+
+def exact_t_ms(values: Iterable[object] | np.ndarray, what: str = "trace.t_ms") -> np.ndarray:
+    """Times of a frame as int64 milliseconds (floats floored), or ConfigError naming the row."""
+    array = np.asarray(values)
+    if array.dtype.kind in "iu":
+        bad = (array < 0) | (array > MAX_T_MS)
+        exact = array
+    elif array.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(array) | (array < 0) | (array >= MAX_T_MS + 1)
+        exact = np.floor(np.where(bad, 0, array))  # exact: every float here is below 2^53
+    else:  # Python objects: ints of any size, Decimals, ...
+        ints = []
+        for i, value in enumerate(array.tolist()):
+            try:
+                ints.append(parse_t_ms(str(value)))
+            except ValueError as exc:
+                raise ConfigError(f"{what}: row {i}: {value!r} {exc}") from None
+        return np.array(ints, dtype="int64")
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ConfigError(f"{what}: row {i}: {array[i]!r} {_RANGE}")
+    return exact.astype("int64")
+
+
+def iter_csv_trace(path: str | Path, chunk: int = CHUNK_REQUESTS) -> Iterator[Requests]:
+    """CSV with a header holding ``t_ms`` and ``client`` (in any column order), in chunks."""
     path = Path(path)
-    t_ms: list[float] = []
-    clients: list[str] = []
     with _open(path) as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
@@ -37,59 +120,128 @@ def read_csv_trace(path: str | Path) -> pd.DataFrame:
         missing = [c for c in ("t_ms", "client") if c not in names]
         if missing:
             raise TraceError(f"{path}:1: header lacks {', '.join(missing)} (found {header})")
-        it, ic = names.index("t_ms"), names.index("client")
+        for name in ("t_ms", "client"):
+            if names.count(name) > 1:
+                raise TraceError(
+                    f"{path}:1: the header holds column {name!r} {names.count(name)} times "
+                    f"(found {header}); which one is meant?"
+                )
+        it, ic, width = names.index("t_ms"), names.index("client"), len(names)
+        start, t_ms, clients = 0, list[int](), list[str]()
         for row in reader:
-            line = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(names):
-                raise TraceError(f"{path}:{line}: expected {len(names)} fields, got {len(row)}")
+            if len(row) != width:
+                if not row:
+                    continue
+                raise TraceError(
+                    f"{path}:{reader.line_num}: expected {width} fields, got {len(row)}"
+                )
+            text = row[it]
             try:
-                t = float(row[it])
+                t = int(text)  # the usual case, and the quick one
+                if t < 0 or t > MAX_T_MS:
+                    raise ValueError
             except ValueError:
-                raise TraceError(f"{path}:{line}: t_ms {row[it]!r} is not a number") from None
-            if not math.isfinite(t) or t < 0:
-                raise TraceError(f"{path}:{line}: t_ms {row[it]!r} must be finite and >= 0")
+                try:
+                    t = parse_t_ms(text)
+                except ValueError as exc:
+                    raise TraceError(f"{path}:{reader.line_num}: t_ms {text!r} {exc}") from None
             t_ms.append(t)
             clients.append(row[ic])
-    return pd.DataFrame({"t_ms": t_ms, "client": pd.array(clients, dtype="string")})
+            if len(t_ms) == chunk:
+                yield Requests(range(start, start + chunk), t_ms, clients)
+                start, t_ms, clients = start + chunk, [], []
+        if t_ms:
+            yield Requests(range(start, start + len(t_ms)), t_ms, clients)
 
 
 # host ident authuser [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" status bytes ...
 _CLF = re.compile(r'^(\S+) \S+ \S+ \[([^\]]+)\] "')
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
 
 
-def read_clf_trace(path: str | Path) -> pd.DataFrame:
-    """Apache/Nginx common or combined log format: client = remote host."""
+def _clf_t_ms(path: Path, line_no: int, when: str) -> int:
+    try:
+        moment = datetime.strptime(when, "%d/%b/%Y:%H:%M:%S %z")
+    except ValueError:
+        raise TraceError(f"{path}:{line_no}: bad time [{when}]") from None
+    t_ms = (moment - _EPOCH) // _MS  # integer arithmetic: exact
+    if t_ms < 0:
+        raise TraceError(
+            f"{path}:{line_no}: time [{when}] is before 1970-01-01 UTC (t_ms {_RANGE} "
+            "since the Unix epoch)"
+        )
+    return t_ms
+
+
+def iter_clf_trace(path: str | Path, chunk: int = CHUNK_REQUESTS) -> Iterator[Requests]:
+    """Apache/Nginx common or combined log format (client = remote host), in chunks."""
     path = Path(path)
-    t_ms: list[float] = []
-    clients: list[str] = []
+    seen: dict[str, int] = {}  # a log's lines share their second with their neighbours
     with _open(path) as fh:
+        start, t_ms, clients = 0, list[int](), list[str]()
         for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
             m = _CLF.match(line)
             if m is None:
+                if not line.strip():
+                    continue
                 raise TraceError(f"{path}:{line_no}: not a common/combined log line: {line[:80]!r}")
-            try:
-                when = datetime.strptime(m.group(2), "%d/%b/%Y:%H:%M:%S %z")
-            except ValueError:
-                raise TraceError(f"{path}:{line_no}: bad time [{m.group(2)}]") from None
-            t_ms.append(when.timestamp() * 1000.0)
-            clients.append(m.group(1))
-    return pd.DataFrame({"t_ms": t_ms, "client": pd.array(clients, dtype="string")})
+            host, when = m.group(1, 2)
+            t = seen.get(when)
+            if t is None:
+                if len(seen) > 4096:
+                    seen.clear()
+                t = seen[when] = _clf_t_ms(path, line_no, when)
+            t_ms.append(t)
+            clients.append(host)
+            if len(t_ms) == chunk:
+                yield Requests(range(start, start + chunk), t_ms, clients)
+                start, t_ms, clients = start + chunk, [], []
+        if t_ms:
+            yield Requests(range(start, start + len(t_ms)), t_ms, clients)
 
 
-def read_trace(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
+def iter_trace(
+    path: str | Path, fmt: str = "csv", chunk: int = CHUNK_REQUESTS
+) -> Iterator[Requests]:
+    """The requests of a trace file in file order, ``chunk`` at a time."""
     if fmt == "csv":
-        return read_csv_trace(path)
+        return iter_csv_trace(path, chunk)
     if fmt == "clf":
-        return read_clf_trace(path)
+        return iter_clf_trace(path, chunk)
     raise TraceError(f"format: unknown {fmt!r} (csv or clf)")
 
 
-def _open(path: Path):  # type: ignore[no-untyped-def]
+def _frame(chunks: Iterable[Requests]) -> pd.DataFrame:
+    t_ms: list[int] = []
+    clients: list[str] = []
+    for part in chunks:
+        t_ms += part.t_ms
+        clients += part.clients
+    return pd.DataFrame(
+        {"t_ms": np.array(t_ms, dtype="int64"), "client": pd.array(clients, dtype=CLIENT_DTYPE)}
+    )
+
+
+def read_csv_trace(path: str | Path) -> pd.DataFrame:
+    """A CSV trace as a frame (``t_ms`` int64, ``client`` Python strings)."""
+    return _frame(iter_csv_trace(path))
+
+
+def read_clf_trace(path: str | Path) -> pd.DataFrame:
+    """An access log as a frame (``t_ms`` int64 ms since the epoch, ``client`` = remote host)."""
+    return _frame(iter_clf_trace(path))
+
+
+def read_trace(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
+    return _frame(iter_trace(path, fmt))
+
+
+def _open(path: Path) -> IO[str]:
     try:
-        return path.open(newline="", encoding="utf-8", errors="replace")
+        # Bytes that are not UTF-8 stay what they were (lone surrogates that encode back to the
+        # same bytes): replacing them with U+FFFD would merge distinct clients into one. A
+        # byte-order mark at the start (as some editors on Windows write) is not data.
+        return path.open(newline="", encoding="utf-8-sig", errors="surrogateescape")
     except OSError as exc:
         raise TraceError(f"{path}: cannot open ({exc.strerror})") from None

@@ -7,6 +7,9 @@ its keys together; the same two-key script with untagged keys is refused with CR
 
 from __future__ import annotations
 
+import bisect
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -103,27 +106,64 @@ def test_untagged_keys_fail_with_crossslot(cluster, backend):
     assert owner.evalsha(script.sha, 2, *tagged, *args)[0] == 1
 
 
-def test_killed_node_stops_the_replay_with_a_clear_message():
-    trace = random_trace(12, n=6000, clients=60, span_ms=3000, stretch=STRETCH)
-    window_ms = 1000 * STRETCH  # no stall of the machine outlasts a window
+def test_killed_node_stops_the_replay_with_every_answered_call_written():
+    """A master dies with a pipeline in flight: each call another master answered is logged.
+
+    A pipeline is split by node and each part goes to its node in turn. The node killed is
+    the one whose part goes last, so the other two parts of that pipeline have been answered
+    (applied on their nodes) when the failure comes: their decisions must be in the log, and
+    the message says which calls went to the dead node, whose outcome nobody knows.
+    """
+    limit, window_ms, pipeline = 5, 60_000, 500  # one window: no key expires during the test
+    trace = random_trace(12, n=6000, clients=60, span_ms=3000)
+    in_time = trace.iloc[np.argsort(trace["t_ms"].to_numpy(), kind="stable")]
     with EmbeddedCluster() as cluster:
         backend = ClusterBackend(cluster.client(), "cluster")
+        keys = ALGORITHMS["fixed_window"](backend, limit, window_ms).keys
+        bounds = [i * 16384 // len(cluster.servers) for i in range(len(cluster.servers))]
+
+        def node_of(client: str, t_ms: int) -> int:
+            return bisect.bisect_right(bounds, key_slot(keys(client, t_ms)[0].encode())) - 1
+
         done: list = []
+        killed: list[tuple[int, int]] = []  # (node, calls of the next pipeline sent to it)
 
         def on_rows(rows):
             done.extend(rows)
-            if len(done) >= 2000:
-                cluster.kill_node(1)
+            if len(done) >= 2000 and not killed:
+                following = in_time.iloc[len(done) : len(done) + pipeline]
+                nodes = [
+                    node_of(c, t) for t, c in zip(following.t_ms, following.client, strict=True)
+                ]
+                last = list(dict.fromkeys(nodes))[-1]  # its part goes after the other two
+                killed.append((last, nodes.count(last)))
+                cluster.kill_node(last)
 
         with pytest.raises(BackendError) as err:
-            replay(trace, "fixed_window", 5, window_ms, backend, pipeline=500, on_rows=on_rows)
+            replay(
+                trace, "fixed_window", limit, window_ms, backend, pipeline=pipeline, on_rows=on_rows
+            )
         backend.close()
+        dead, unknown = killed[0]
+        # fixed_window counts every call it answers: the counters on the living nodes say how
+        # many calls each one answered, and each of those decisions must have been handed over.
+        for node, server in enumerate(cluster.servers):
+            if node == dead:
+                continue
+            client = server.client()
+            answered = sum(int(client.get(k)) for k in client.scan_iter("rl:fw:*"))
+            client.close()
+            logged = sum(node_of(c, t) == node for _, c, t, _ in done)
+            assert logged == answered, f"node {node}: {answered} calls answered, {logged} logged"
     message = str(err.value)
     assert "cluster" in message and "t_ms=" in message
     assert f"after {len(done)} of 6000 decisions" in message
-    expected = replay(trace, "fixed_window", 5, window_ms)
-    t_sorted = expected.iloc[np.argsort(expected["t_ms"].to_numpy(), kind="stable")]
-    assert [d.allowed for *_, d in done] == t_sorted["allowed"].tolist()[: len(done)]
+    port = cluster.servers[dead].port
+    said = re.search(r"the outcome of (\d+) calls sent to node (\S+) is unknown", message)
+    assert said, message
+    assert int(said.group(1)) == unknown and said.group(2).endswith(f":{port}")
+    expected = replay(trace, "fixed_window", limit, window_ms)["allowed"].tolist()
+    assert [d.allowed for *_, d in done] == [expected[p] for p, *_ in done]
 
 
 def test_leftover_keys_are_found_on_every_node(backend):

@@ -295,3 +295,43 @@ def test_a_signal_during_a_call_stops_the_run_after_it():
     with pytest.raises(KeyboardInterrupt), stop_between_calls(backend):
         os.kill(os.getpid(), signal.SIGINT)  # between calls: at once
         wait_until(lambda: False, "a signal between calls stopping the run at once")
+
+
+def test_cluster_node_killed_mid_replay(tmp_path):
+    """One master of the cluster dies: the decisions the others made are on disk, and the
+    message says how many there are and which requests went to the dead node."""
+    trace_csv, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
+    trace = write_trace(trace_csv, 400_000)
+    args = ["replay", str(trace_csv), "--algorithm", "fixed_window", "--limit", str(LIMIT)]
+    args += ["--window", str(WINDOW_S), "--backend", "cluster", "--out", str(out_csv)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator", *args],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "TQDM_DISABLE": "1"},
+    )
+    assert proc.stderr is not None
+    status = proc.stderr.readline()
+    match = re.match(r"backend cluster: valkey-server pids (\d+), (\d+), (\d+) on ", status)
+    assert match, status
+    pids = [int(p) for p in match.groups()]
+    wait_for_rows(proc, out_csv, 2000)
+    os.kill(pids[1], signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in stderr, stderr
+    failures = [line for line in stderr.splitlines() if "failed:" in line]
+    assert len(failures) == 1, stderr
+    message = failures[0]
+    assert re.search(r"the outcome of \d+ calls sent to node 127\.0\.0\.1:\d+ is unknown", message)
+    done = int(re.search(r"after (\d+) of 400000 decisions", message).group(1))
+    assert f"the {done} decisions made are in {out_csv}" in message
+    out = pd.read_csv(out_csv)
+    assert len(out) == done >= 2000
+    ref = REFERENCES["fixed_window"](LIMIT, WINDOW_S * 1000)
+    expected = [
+        int(ref.decide(c, t).allowed) for t, c in zip(trace["t_ms"], trace["client"], strict=True)
+    ]
+    assert out["allowed"].tolist() == [expected[line - 1] for line in out["line"]]
+    assert all(pid_gone(pid) for pid in pids)
