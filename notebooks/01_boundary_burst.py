@@ -33,8 +33,9 @@ SECOND_S = 61.0  # second of the second burst
 # %matplotlib inline
 import pandas as pd
 
-from simulator import charts, metrics
+from simulator import metrics
 from simulator.algorithms import ALGORITHMS
+from simulator.charts.burst import boundary_burst_figure
 from simulator.model import boundary_burst
 from simulator.records import http_headers
 from simulator.scripts import load
@@ -88,7 +89,7 @@ first_refusals = log[~log["allowed"]].groupby("algorithm").head(1)
 # ## See it
 
 # %%
-charts.boundary_burst_figure(log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S)
+boundary_burst_figure(log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S)
 
 # %% [markdown]
 # ## Why the clock-aligned window lets twice the limit through

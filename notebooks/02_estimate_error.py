@@ -50,8 +50,9 @@ SEED = 0
 # %matplotlib inline
 import pandas as pd
 
-from simulator import accuracy, adversary, charts_accuracy
 from simulator.algorithms import ALGORITHMS
+from simulator.charts import accuracy as charts_accuracy
+from simulator.studies import accuracy, adversary
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)

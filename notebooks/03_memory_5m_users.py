@@ -41,7 +41,8 @@ DATA_DIR = "../data"  # where python -m simulator memory wrote its tables
 # %matplotlib inline
 import pandas as pd
 
-from simulator import charts_memory, memory
+from simulator.charts import memory as charts_memory
+from simulator.studies import memory
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 20)

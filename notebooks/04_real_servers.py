@@ -35,10 +35,10 @@ import pandas as pd
 import redis
 from redis.cluster import key_slot
 
-from simulator import charts
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import ClusterBackend, ScriptError, make_backend
 from simulator.bench_servers import bench_servers, server_trace
+from simulator.charts.servers import replay_speed_figure
 from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE
 from simulator.scenario import ConstantRate, Scenario
@@ -160,7 +160,7 @@ cluster.stop()
 
 # %%
 figures = pd.DataFrame(bench_servers(BENCH_DECISIONS))
-charts.replay_speed_figure(figures)
+replay_speed_figure(figures)
 
 # %% [markdown]
 # ## What it means

@@ -42,8 +42,9 @@ from dataclasses import replace
 
 import pandas as pd
 
-from simulator import charts_queue, queue_studies, telemetry
-from simulator.queue_budget import run
+from simulator.charts import queue as charts_queue
+from simulator.studies import queue_studies, telemetry
+from simulator.studies.queue_budget import run
 
 # %matplotlib inline
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from simulator.accuracy import bench_accuracy
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import FakeRedisBackend
 from simulator.bench_clients import bench_clients
 from simulator.bench_servers import bench_servers
 from simulator.model import simulate
-from simulator.queue_studies import bench_telemetry
 from simulator.scenario import ConstantRate, Scenario
+from simulator.studies.accuracy import bench_accuracy
+from simulator.studies.queue_studies import bench_telemetry
 
 __all__ = ["bench_core", "SECTIONS"]
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import BackendError, ScriptError
+from simulator.jobs import JOB_NAMES
 from simulator.scenario import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS, ConfigError
 from simulator.traces import TraceError
 
@@ -335,27 +336,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 # --- charts ----------------------------------------------------------------------------------
-def burst_charts(out_dir: Path, full: bool) -> list[Path]:
-    """The boundary-burst chart and its decision log."""
-    from simulator.charts import boundary_burst_figure, save
-    from simulator.model import boundary_burst
-
-    frame = pd.concat([boundary_burst(a) for a in ALGORITHMS], ignore_index=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out_dir / "boundary_burst.csv", index=False)
-    figure = boundary_burst_figure(frame, 100, 60_000, 59, 61)
-    return [out_dir / "boundary_burst.csv", *save(figure, "boundary_burst", out_dir)]
-
-
-#: Every chart job by its name for ``--only``, as "module:function"; each takes (out_dir, full)
-#: and returns the paths written.
-CHART_JOBS: dict[str, str] = {
-    "burst": "simulator.cli:burst_charts",
-    "accuracy": "simulator.charts_accuracy:write_charts",
-    "queue": "simulator.charts_queue:write_charts",
-    "memory": "simulator.charts_memory:memory_charts",
-}
-
 #: Modules that add their own subcommands through a ``register(subparsers)`` function.
 COMMAND_MODULES: list[str] = [
     "simulator.cli_memory",
@@ -368,11 +348,13 @@ def _resolve(spec: str) -> Any:
 
 
 def cmd_charts(args: argparse.Namespace) -> int:
+    from simulator.jobs import CHART_JOBS
+
     out_dir = Path(args.out_dir)
     for name, job in CHART_JOBS.items():
         if args.only and name not in args.only:
             continue
-        for path in _resolve(job)(out_dir, args.full):
+        for path in job(out_dir, args.full):
             print(f"wrote {path}", flush=True)
     return 0
 
@@ -480,10 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--only",
         nargs="+",
-        choices=list(CHART_JOBS),
+        choices=list(JOB_NAMES),
         default=None,
         metavar="JOB",
-        help=f"run only these chart jobs (any of: {', '.join(CHART_JOBS)})",
+        help=f"run only these chart jobs (any of: {', '.join(JOB_NAMES)})",
     )
     p.set_defaults(func=cmd_charts)
 

@@ -1,6 +1,6 @@
 """``python -m simulator memory``: bytes per user at 5 million users, measured on a real server.
 
-Starts an embedded Valkey (or uses ``--backend-url``), runs :mod:`simulator.memory` and writes the
+Starts an embedded Valkey (or uses ``--backend-url``), runs :mod:`simulator.studies.memory` and writes the
 tables under ``data/``: per-user memory per layout, the ``used_memory`` samples behind each fit,
 the big-key study and the sliding log's encoding sweep. Every table carries the server, its
 version, the date and the method, so a committed table says where its figures came from.
@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 import pandas as pd
 import redis
 
-from simulator import memory
 from simulator.backends import BackendError, RedisBackend
 from simulator.cli import UsageError, positive_float, positive_int
+from simulator.studies import memory
 
 __all__ = ["register", "cmd_memory", "table_tag"]
 

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.accuracy import compare, exact_before, lua_agreement, per_client, summarise
 from simulator.algorithms import REFERENCES
-from simulator.families import Family, families, offered
 from simulator.fastref import decide_bulk, decide_trace
 from simulator.metrics import rolling_admitted
 from simulator.scenario import ConfigError
+from simulator.studies.accuracy import compare, exact_before, lua_agreement, per_client, summarise
+from simulator.studies.families import Family, families, offered
 
 ALGORITHMS = sorted(REFERENCES)
 

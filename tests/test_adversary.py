@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.adversary import (
+from simulator.scenario import ConfigError
+from simulator.studies.adversary import (
     BurstSchedule,
     EndBunching,
     SeamTimer,
@@ -17,7 +18,6 @@ from simulator.adversary import (
     peak_admitted,
     search,
 )
-from simulator.scenario import ConfigError
 
 bursts = st.lists(st.tuples(st.integers(0, 5000), st.integers(1, 12)), min_size=1, max_size=12)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simulator import memory
 from simulator.backends import RedisBackend
 from simulator.cli import main
 from simulator.servers import EmbeddedValkey
+from simulator.studies import memory
 
 USERS = 2000
 SMALL = (

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulator import queue_studies as qs
-from simulator import telemetry
 from simulator.algorithms import EchoMQ, echomq_keys
 from simulator.backends import FakeRedisBackend, ScriptError
-from simulator.queue_budget import (
+from simulator.scenario import ConfigError
+from simulator.studies import queue_studies as qs
+from simulator.studies import telemetry
+from simulator.studies.queue_budget import (
     DEQUEUE_DTYPES,
     JOB_DTYPES,
     QueueScenario,
@@ -24,7 +25,6 @@ from simulator.queue_budget import (
     WorkerDied,
     run,
 )
-from simulator.scenario import ConfigError
 
 FEW = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -18,11 +18,11 @@ limit (1.0 = exactly ``limit`` requests per window).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from simulator.paths import APACHE_LOG
 from simulator.scenario import ConfigError
 from simulator.traces import read_clf_trace
 
@@ -31,9 +31,6 @@ __all__ = ["Family", "KINDS", "SIZES", "families", "offered", "APACHE_LOG"]
 KINDS = ("poisson", "on_off", "diurnal", "zipf", "apache_log")
 #: Client-count multipliers per study size; "full" has >= 1,000,000 requests, >= 10,000 clients.
 SIZES = {"ci": 0.03, "default": 0.15, "full": 1.0}
-APACHE_LOG = (
-    Path(__file__).resolve().parent.parent / "data" / "traces" / "apache_combined_sample.log"
-)
 
 
 @dataclass(frozen=True)

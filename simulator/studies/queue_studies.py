@@ -27,10 +27,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from simulator import telemetry
 from simulator.algorithms import EchoMQ, echomq_keys
 from simulator.backends import FakeRedisBackend, ScriptError
-from simulator.queue_budget import QueueRun, QueueScenario, Room, run, run_many, sweep
+from simulator.studies import telemetry
+from simulator.studies.queue_budget import QueueRun, QueueScenario, Room, run, run_many, sweep
 
 __all__ = [
     "admitted_per_window",

@@ -247,7 +247,7 @@ def study(
     """Every traffic family of :func:`simulator.families.families` at ``size``, compared."""
     from tqdm import tqdm
 
-    from simulator.families import families, offered
+    from simulator.studies.families import families, offered
 
     fams = families(size, seed)
     with tqdm(
@@ -265,7 +265,7 @@ def lua_check(
     """:func:`lua_agreement` on every family, ``min_decisions`` spread evenly over them."""
     from tqdm import tqdm
 
-    from simulator.families import families, offered
+    from simulator.studies.families import families, offered
 
     fams = families(size, seed)
     each = -(-min_decisions // len(fams))
@@ -284,7 +284,7 @@ def load_sweep(
     loads: Iterable[float], clients: int = 100, kind: str = "poisson", seed: int = 0
 ) -> pd.DataFrame:
     """The summary figures as the offered load (in units of the limit) grows, for one kind."""
-    from simulator.families import Family, offered
+    from simulator.studies.families import Family, offered
 
     rows = []
     for i, load in enumerate(loads):
@@ -301,7 +301,7 @@ def bench_accuracy(decisions: int = 10_000, out: Callable[[str], None] = print) 
     import time
 
     from simulator.algorithms import REFERENCES
-    from simulator.families import Family, offered
+    from simulator.studies.families import Family, offered
 
     n_target = max(decisions, 1_000_000)  # a vectorised pass needs a large batch to be measured
     f = Family("bench", "poisson", max(1, n_target // 800), load=0.8, duration_ms=600_000)

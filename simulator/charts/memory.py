@@ -7,19 +7,15 @@ redrawing them needs no server. Colours and names come from :mod:`simulator.char
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from simulator.charts import LABELS, PALETTE, save, subplots
-from simulator.memory import TARGET_USERS, read_tables
+from simulator.charts import LABELS, PALETTE, subplots
+from simulator.studies.memory import TARGET_USERS
 
-__all__ = ["per_user_figure", "encoding_cliff_figure", "bigkey_figure", "memory_charts"]
-
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+__all__ = ["per_user_figure", "encoding_cliff_figure", "bigkey_figure"]
 
 
 def _layout_label(row: pd.Series) -> str:
@@ -199,13 +195,3 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
     )
     fig.tight_layout()
     return fig
-
-
-def memory_charts(out_dir: Path, full: bool) -> list[Path]:
-    """Charts from the committed memory tables (no server needed)."""
-    source = out_dir if list(Path(out_dir).glob("memory_per_user_*.csv")) else DATA_DIR
-    tables = read_tables(source)
-    paths = save(per_user_figure(tables["per_user"]), "memory_per_user", out_dir)
-    paths += save(encoding_cliff_figure(tables["encoding"]), "memory_encoding_cliff", out_dir)
-    paths += save(bigkey_figure(tables["bigkey"]), "memory_bigkey", out_dir)
-    return paths

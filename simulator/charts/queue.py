@@ -1,23 +1,21 @@
-"""Charts of the EchoMQ queue budget: frames from :mod:`simulator.queue_studies` in, Figures out.
+"""Charts of the EchoMQ queue budget: frames from :mod:`simulator.studies.queue_studies` in, Figures out.
 
 Colours come from :data:`simulator.charts.PALETTE`: the server counter is EchoMQ's orange; the
 in-process counters, the split commands and the two queue designs have colours of their own that
 no algorithm uses.
-:func:`write_charts` is the ``charts`` job: it runs the studies and writes PNG, SVG and CSV.
+The ``charts`` job that runs the studies and writes the files is :func:`simulator.jobs.queue`.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from simulator import queue_studies as qs
-from simulator.charts import PALETTE, save, subplots
-from simulator.queue_budget import QueueRun
+from simulator.charts import PALETTE, subplots
+from simulator.studies import queue_studies as qs
+from simulator.studies.queue_budget import QueueRun
 
 __all__ = [
     "LIMITER_COLOURS",
@@ -26,7 +24,6 @@ __all__ = [
     "global_vs_local_figure",
     "fairness_figure",
     "crash_figure",
-    "write_charts",
 ]
 
 LIMITER_COLOURS = {
@@ -197,30 +194,3 @@ def crash_figure(result: QueueRun) -> Figure:
     )
     fig.tight_layout()
     return fig
-
-
-def write_charts(out_dir: Path, full: bool) -> list[Path]:
-    """The ``charts`` job: run the queue studies, write the figures and their tables."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths: list[Path] = []
-
-    def table(frame: pd.DataFrame, name: str) -> None:
-        frame.to_csv(out_dir / name)
-        paths.append(out_dir / name)
-
-    pad = qs.pad_study(full)
-    jobs = qs.job_summary(pad.jobs).drop(columns="dropped")
-    table(qs.dequeue_summary(pad.dequeues).join(jobs), "queue_basic.csv")
-    paths += save(basic_figure(pad), "queue_basic", out_dir)
-    glob = qs.global_vs_local(full)
-    table(qs.window_table(glob), "queue_global_vs_local.csv")
-    paths += save(global_vs_local_figure(glob), "queue_global_vs_local", out_dir)
-    fair = qs.fairness(full)
-    fair_table = qs.fairness_table(fair.jobs)
-    table(fair_table, "queue_fairness.csv")
-    paths += save(fairness_figure(fair_table), "queue_fairness", out_dir)
-    crashed = qs.crash(full)
-    table(qs.crash_table(crashed), "queue_crash.csv")
-    paths += save(crash_figure(crashed), "queue_crash", out_dir)
-    return paths

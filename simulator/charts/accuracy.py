@@ -1,14 +1,11 @@
-"""Charts of the accuracy study and the adversaries, and the ``charts`` job that writes them.
+"""Charts of the accuracy study and the adversaries.
 
-Figures take the frames made by :mod:`simulator.accuracy` and :mod:`simulator.adversary` and lay
-them out; :func:`write_charts` runs both studies (reduced by default, full size with ``--full``)
-and writes figures (PNG + SVG) and tables under ``data/`` as ``accuracy_*`` and ``adversary_*``.
+Figures take the frames made by :mod:`simulator.studies.accuracy` and
+:mod:`simulator.studies.adversary` and lay them out; :func:`simulator.jobs.accuracy` runs both
+studies (reduced by default, full size with ``--full``) and writes the figures and tables.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -17,7 +14,7 @@ from matplotlib.figure import Figure
 
 from simulator import metrics
 from simulator.algorithms import ALGORITHMS
-from simulator.charts import LABELS, PALETTE, save, subplots
+from simulator.charts import LABELS, PALETTE, subplots
 
 __all__ = [
     "families_figure",
@@ -25,7 +22,6 @@ __all__ = [
     "load_sweep_figure",
     "schedule_figure",
     "with_cloudflare",
-    "write_charts",
 ]
 
 _PANELS = (
@@ -38,7 +34,7 @@ _PANELS = (
 
 def with_cloudflare(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary with Cloudflare's published row on top and client counts also as shares."""
-    from simulator.accuracy import CLOUDFLARE
+    from simulator.studies.accuracy import CLOUDFLARE
 
     table = pd.concat([pd.DataFrame([CLOUDFLARE]), summary], ignore_index=True)
     table["clients_over_limit_pct"] = 100 * table["clients_over_limit"] / table["clients"]
@@ -185,54 +181,3 @@ def schedule_figure(frames: dict[str, pd.DataFrame], limit: int, window_ms: int)
     )
     fig.tight_layout()
     return fig
-
-
-def write_charts(out_dir: Path, full: bool) -> list[Path]:
-    """The accuracy study and the adversary search; ``full`` = >= 1M decisions, 10k clients."""
-    from tqdm import tqdm
-
-    from simulator.accuracy import load_sweep, lua_check, study
-    from simulator.adversary import SearchConfig, confirm_on_lua, worst_cases
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    size = "full" if full else "default"
-    decisions, _, summary = study(size, progress=True)
-    print(
-        f"accuracy {size}: {len(decisions):,} decisions, {int(summary['clients'].sum()):,} clients",
-        file=sys.stderr,
-    )
-    check = lua_check(size, 50_000 if full else 5_000, progress=True)
-    sweep = pd.concat(
-        [
-            load_sweep((0.25, 0.5, 0.8, 1, 1.25, 1.5, 2, 3, 4), 200 if full else 40, kind)
-            for kind in ("poisson", "on_off")
-        ],
-        ignore_index=True,
-    )
-    config = SearchConfig(generations=300 if full else 60, budget_s=60 if full else 10)
-    with tqdm(
-        total=len(ALGORITHMS), desc="adversary search", unit="algorithm", disable=None
-    ) as bar:
-        worst, results = worst_cases(tuple(ALGORITHMS), config, on_algorithm=lambda a: bar.update())
-    frames = {
-        a: confirm_on_lua(a, r.schedule, config.limit, config.window_ms)[1]
-        for a, r in results.items()
-    }
-    paths: list[Path] = []
-    tables = {
-        "accuracy_summary.csv": with_cloudflare(summary),
-        "accuracy_lua_check.csv": check,
-        "accuracy_load_sweep.csv": sweep,
-        "adversary_worst_cases.csv": worst,
-    }
-    for name, table in tables.items():
-        table.to_csv(out_dir / name, index=False)
-        paths.append(out_dir / name)
-    paths += save(families_figure(summary), "accuracy_families", out_dir)
-    paths += save(error_figure(decisions), "accuracy_error_distribution", out_dir)
-    paths += save(load_sweep_figure(sweep), "accuracy_load_sweep", out_dir)
-    paths += save(
-        schedule_figure(frames, config.limit, config.window_ms), "adversary_schedule", out_dir
-    )
-    return paths

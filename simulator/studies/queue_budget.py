@@ -16,7 +16,7 @@ on one queue under one budget) and ``per_room`` (one queue and one budget per ro
 
 Everything runs on the virtual clock: the SimPy environment counts whole milliseconds and the fake
 server's expiry follows it. Each run gives a job frame and a dequeue frame (explicit dtypes); the
-measures in :mod:`simulator.queue_studies` turn them into the figures: admitted per window,
+measures in :mod:`simulator.studies.queue_studies` turn them into the figures: admitted per window,
 latency, deferrals, wasted dequeues.
 """
 
@@ -31,12 +31,12 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from simulator import telemetry
 from simulator.algorithms import EchoMQ, EchoMQRef, echomq_keys
 from simulator.backends import Backend, FakeRedisBackend
 from simulator.model import run_id_for
 from simulator.records import Decision
 from simulator.scenario import ConfigError
+from simulator.studies import telemetry
 
 __all__ = [
     "Room",

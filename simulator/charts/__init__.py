@@ -1,0 +1,98 @@
+"""Charts: decision logs and metric frames in, matplotlib Figures out.
+
+One colour and one display name per algorithm, used by every chart and notebook. Charts compute
+nothing a metric could; they lay out what :mod:`simulator.metrics` produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from simulator.algorithms import ALGORITHMS
+
+__all__ = [
+    "PALETTE",
+    "LABELS",
+    "ROLE_COLOURS",
+    "order",
+    "save",
+    "subplots",
+]
+
+#: Colours of roles that are not algorithms, so that no algorithm's colour is borrowed.
+ROLE_COLOURS = {
+    "exact": "#555555",
+    "local": "#9467bd",  # a counter inside each worker
+    "split": "#8c564b",  # INCR and PEXPIRE as two commands
+    "shared_queue": "#7f7f7f",  # one queue for everybody
+    "per_room": "#17becf",  # one queue per room
+    "variant": "#bcbd22",  # a tuned variant of a design
+}
+
+
+class _Palette(Mapping[str, str]):
+    """An algorithm's colour from the registry, or a role's from :data:`ROLE_COLOURS`."""
+
+    def __getitem__(self, name: str) -> str:
+        cls = ALGORITHMS.get(name)
+        return cls.colour if cls is not None else ROLE_COLOURS[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*ALGORITHMS, *ROLE_COLOURS])
+
+    def __len__(self) -> int:
+        return len(ALGORITHMS) + len(ROLE_COLOURS)
+
+
+class _Labels(Mapping[str, str]):
+    def __getitem__(self, name: str) -> str:
+        return ALGORITHMS[name].label
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(ALGORITHMS)
+
+    def __len__(self) -> int:
+        return len(ALGORITHMS)
+
+
+#: One colour per algorithm (and per role), on every chart and notebook.
+PALETTE: Mapping[str, str] = _Palette()
+#: One display name per algorithm.
+LABELS: Mapping[str, str] = _Labels()
+
+
+def order() -> tuple[str, ...]:
+    """The algorithms in the order charts show them: the registry's."""
+    return tuple(ALGORITHMS)
+
+
+plt.rcParams.update(
+    {
+        "figure.dpi": 100,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "svg.hashsalt": "ratelimit-workbench",  # same chart, same SVG bytes
+    }
+)
+
+
+def subplots(*args: Any, **kwargs: Any) -> tuple[Figure, Any]:
+    """Like ``plt.subplots`` but outside pyplot's registry, so a notebook shows the figure once
+    (as the cell's value) and a long run does not keep every figure alive."""
+    fig = Figure(figsize=kwargs.pop("figsize", None))
+    return fig, fig.subplots(*args, **kwargs)
+
+
+def save(fig: Figure, name: str, out_dir: str | Path = "data") -> list[Path]:
+    """Write ``name``.png and ``name``.svg under ``out_dir``; returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.png", out / f"{name}.svg"]
+    fig.savefig(paths[0], dpi=100, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
+    return paths
