@@ -75,7 +75,7 @@ board.assign(whiteboard_total_gb=board["whiteboard_total_bytes"] / 1e9)
 # %%
 if REMEASURE:
     from simulator.backends import RedisBackend
-    from simulator.servers import EmbeddedValkey
+    from simulator.backends.embedded import EmbeddedValkey
 
     with EmbeddedValkey(maxmemory="1gb", config={"maxmemory-policy": "noeviction"}) as server:
         backend = RedisBackend(server.client(), "embedded valkey")

@@ -37,13 +37,13 @@ from redis.cluster import key_slot
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import ClusterBackend, ScriptError, make_backend
+from simulator.backends.embedded import EmbeddedCluster
 from simulator.bench_servers import bench_servers, server_trace
 from simulator.charts.servers import replay_speed_figure
 from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE
 from simulator.scenario import ConstantRate, Scenario
 from simulator.scripts import load
-from simulator.servers import EmbeddedCluster
 
 valkey = make_backend("valkey")
 print(valkey.describe())

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from simulator.backends import RedisBackend
+from simulator.backends.embedded import EmbeddedValkey
 from simulator.model import PIPELINE_CALLS, replay
-from simulator.servers import EmbeddedValkey
 
 __all__ = ["bench_servers", "server_trace"]
 

@@ -129,11 +129,9 @@ def add_limit_options(
 
 # --- burst -----------------------------------------------------------------------------------
 def backend_spec(text: str) -> str:
-    from simulator.backends import BACKEND_SPECS
+    from simulator.backends.specs import BACKEND_SPECS, is_spec
 
-    if text in ("fakeredis", "valkey", "cluster") or text.startswith(
-        ("redis://", "redis+cluster://")
-    ):
+    if is_spec(text):
         return text
     raise argparse.ArgumentTypeError(
         f"unknown backend {text!r}; choose from {', '.join(BACKEND_SPECS)}"

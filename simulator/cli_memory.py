@@ -120,7 +120,7 @@ def _print_summary(table: pd.DataFrame, bigkey: pd.DataFrame) -> None:
 def _url_backend(url: str) -> RedisBackend:
     """The one database of a server the program did not start, refused before connecting when
     the URL names a cluster (its used_memory is split over the nodes)."""
-    from simulator.servers import open_url
+    from simulator.backends.specs import open_url
 
     if urlsplit(url).scheme == "redis+cluster":
         raise UsageError(
@@ -135,7 +135,7 @@ def _url_backend(url: str) -> RedisBackend:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    from simulator.servers import EmbeddedValkey
+    from simulator.backends.embedded import EmbeddedValkey
 
     try:
         if args.backend_url:

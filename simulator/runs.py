@@ -27,8 +27,8 @@ from typing import Any
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, make_backend
+from simulator.backends.specs import redact
 from simulator.model import Row
-from simulator.servers import redact
 
 __all__ = [
     "open_backend",

@@ -27,13 +27,13 @@ from test_real_servers import no_server_left_behind  # noqa: F401
 
 from simulator.algorithms import REFERENCES
 from simulator.backends import Backend, BackendError, RedisBackend
+from simulator.backends.embedded import EmbeddedValkey
 from simulator.cli import main
 from simulator.clients import register_process
 from simulator.model import simulate
 from simulator.runs import stop_between_calls
 from simulator.scenario import ClientSpec, ConstantRate, Scenario
 from simulator.scripts import load
-from simulator.servers import EmbeddedValkey
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT, WINDOW_S = 5, 60

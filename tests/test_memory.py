@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from simulator.backends import RedisBackend
+from simulator.backends.embedded import EmbeddedValkey
 from simulator.cli import main
-from simulator.servers import EmbeddedValkey
 from simulator.studies import memory
 
 USERS = 2000

@@ -28,12 +28,13 @@ from simulator.backends import (
     ScriptError,
     make_backend,
 )
+from simulator.backends.embedded import EmbeddedValkey
+from simulator.backends.specs import redact
 from simulator.cli import main
 from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
 from simulator.scenario import ConstantRate, Poisson, Polite, Scenario
 from simulator.scripts import load
-from simulator.servers import EmbeddedValkey, redact
 
 DECISION = [
     "client",

