@@ -13,6 +13,7 @@ read from there.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,11 +22,30 @@ from simulator.records import Decision
 from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, check_int
 from simulator.scripts import Script, load
 
-__all__ = ["Limiter", "Reference", "BulkKernel"]
+__all__ = ["Limiter", "Reference", "BulkKernel", "MemoryModel"]
 
 #: ``kernel(client_codes, t_ms, limit, window_ms) -> (allowed, count)`` over one trace sorted by
 #: (client, time, arrival); see :func:`simulator.fastref.decide_bulk`.
 BulkKernel = Callable[[np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """How the memory study builds one user's keys for this algorithm, and the whiteboard sum.
+
+    ``states``: the states measured (``steady`` mid-window, ``seam`` with two windows' keys alive,
+    ``idle`` with only what never expires left). ``windows``: grid windows of requests that build
+    the steady state. ``trailing``: the window trails now, so the requests are spread over
+    ``(now - W, now]`` instead of grid windows. ``request_ids``: one member per request, whose id
+    format (``now_ms-seq`` or ``uuid4``) is part of the layout. ``whiteboard(limit, key_bytes)``:
+    payload bytes per user a candidate would write down (no per-key or per-entry overhead).
+    """
+
+    whiteboard: Callable[[int, int], int]
+    states: tuple[str, ...] = ("steady",)
+    windows: int = 1
+    trailing: bool = False
+    request_ids: bool = False
 
 
 def _checked(owner: str, limit: int, window_ms: int) -> tuple[int, int]:
@@ -64,6 +84,8 @@ class Limiter:
     reference: ClassVar[type[Reference]]
     #: The vectorised kernel over a whole trace (a :data:`BulkKernel` as a staticmethod), or None.
     bulk: ClassVar[Any] = None
+    #: How the memory study builds and sums up its keys (None: not in the memory study).
+    memory: ClassVar[MemoryModel | None] = None
 
     def __init__(self, backend: Any, limit: int, window_ms: int) -> None:
         self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import Limiter, Reference
+from simulator.algorithms.base import Limiter, MemoryModel, Reference
 from simulator.keys import hash_tag
 from simulator.records import Decision
 from simulator.scripts import load
@@ -78,6 +78,8 @@ class EchoMQ(Limiter):
     uses_server_time = True
     reference = EchoMQRef
     bulk = staticmethod(bulk)
+    # the counter, and a small hash holding the budget (which never expires)
+    memory = MemoryModel(lambda limit, key: (key + 8) + key + 3 + 8, states=("steady", "idle"))
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return echomq_keys(client)

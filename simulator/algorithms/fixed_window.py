@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simulator.algorithms.base import Limiter, Reference
+from simulator.algorithms.base import Limiter, MemoryModel, Reference
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -56,6 +56,8 @@ class FixedWindow(Limiter):
     scripts = ("fixed_window",)
     reference = FixedWindowRef
     bulk = staticmethod(bulk)
+    # a counter is a key name and an 8-byte integer
+    memory = MemoryModel(lambda limit, key: key + 8, states=("steady", "seam"))
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:fw:{hash_tag(client)}:{now_ms // self.window_ms}",)

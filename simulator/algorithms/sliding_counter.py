@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simulator.algorithms.base import Limiter, Reference
+from simulator.algorithms.base import Limiter, MemoryModel, Reference
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -72,6 +72,8 @@ class SlidingCounter(Limiter):
     scripts = ("sliding_counter",)
     reference = SlidingCounterRef
     bulk = staticmethod(bulk)
+    # two counters
+    memory = MemoryModel(lambda limit, key: 2 * (key + 8), states=("steady", "seam"), windows=2)
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         tag, idx = hash_tag(client), now_ms // self.window_ms

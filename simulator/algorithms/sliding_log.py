@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import Limiter, Reference
+from simulator.algorithms.base import Limiter, MemoryModel, Reference
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -66,6 +66,8 @@ class SlidingLog(Limiter):
     scripts = ("sliding_log",)
     reference = SlidingLogRef
     bulk = staticmethod(bulk)
+    # ``limit`` entries of an 8-byte score and a ~16-byte request id
+    memory = MemoryModel(lambda limit, key: key + limit * (8 + 16), trailing=True, request_ids=True)
 
     def __init__(self, backend: Any, limit: int, window_ms: int) -> None:
         super().__init__(backend, limit, window_ms)

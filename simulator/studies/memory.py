@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from simulator.algorithms import ALGORITHMS, EchoMQ, Limiter, echomq_keys
+from simulator.algorithms import ALGORITHMS, Limiter
+from simulator.algorithms.base import MemoryModel
 from simulator.backends import RedisBackend
 from simulator.keys import hash_tag
 
@@ -82,31 +83,45 @@ class Layout:
     id_format: str = ""  # sliding log members: "now_ms-seq" (as limiters.py writes) or "uuid4"
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm: unknown {self.algorithm!r}")
+        model = ALGORITHMS[self.algorithm].memory if self.algorithm in ALGORITHMS else None
+        if model is None:
+            raise ValueError(f"algorithm: unknown {self.algorithm!r} (or not in the memory study)")
         if self.state not in ("steady", "seam", "idle"):
             raise ValueError(f"state: must be steady, seam or idle, got {self.state!r}")
         if self.limit < 1 or self.window_ms < 1:
             raise ValueError("limit and window_ms: must be >= 1")
-        if (self.algorithm == "sliding_log") != (self.id_format in ID_FORMATS):
-            raise ValueError(f"id_format: one of {ID_FORMATS} for the sliding log only")
+        if model.request_ids != (self.id_format in ID_FORMATS):
+            raise ValueError(
+                f"id_format: one of {ID_FORMATS} for algorithms that keep request ids only"
+            )
+
+    @property
+    def model(self) -> MemoryModel:
+        model = ALGORITHMS[self.algorithm].memory
+        assert model is not None  # checked on construction
+        return model
 
     @property
     def windows(self) -> int:
         """How many grid windows of requests build this state."""
-        extra = 1 if self.state == "seam" else 0
-        return (2 if self.algorithm == "sliding_counter" else 1) + extra
+        return self.model.windows + (1 if self.state == "seam" else 0)
 
 
+def _layouts() -> tuple[Layout, ...]:
+    """Every algorithm's states, each request-id format of those that keep ids."""
+    out = []
+    for name, cls in ALGORITHMS.items():
+        if cls.memory is None:
+            continue
+        ids = ID_FORMATS if cls.memory.request_ids else ("",)
+        out += [Layout(name, state, id_format=i) for state in cls.memory.states for i in ids]
+    return tuple(out)
+
+
+#: The layouts measured: every algorithm's, then the log and the counter at 10,000 per minute
+#: (the big key the card warns about, and the counter it recommends instead).
 LAYOUTS: tuple[Layout, ...] = (
-    Layout("fixed_window"),
-    Layout("fixed_window", "seam"),
-    Layout("echomq"),
-    Layout("echomq", "idle"),
-    Layout("sliding_log", id_format="now_ms-seq"),
-    Layout("sliding_log", id_format="uuid4"),
-    Layout("sliding_counter"),
-    Layout("sliding_counter", "seam"),
+    *_layouts(),
     Layout("sliding_log", limit=10_000, id_format="now_ms-seq"),
     Layout("sliding_counter", limit=10_000),
 )
@@ -152,7 +167,7 @@ def flush(client: Any) -> int:
 def _request_times(layout: Layout, now_ms: int) -> list[int]:
     """``limit`` requests spread evenly over each window that builds the state."""
     w, step = layout.window_ms, layout.window_ms / layout.limit
-    if layout.algorithm == "sliding_log":  # the log's window is (now - W, now]
+    if layout.model.trailing:  # e.g. the log's window is (now - W, now]
         return [now_ms - w + round((i + 1) * step) for i in range(layout.limit)]
     first = (now_ms // w - layout.windows + 1) * w
     return [
@@ -164,6 +179,18 @@ def _pipelined(backend: RedisBackend, calls: Sequence[Any], chunk: int = 2000) -
     """Run script calls in order, ``chunk`` per round trip (the replies are not needed here)."""
     for start in range(0, len(calls), chunk):
         backend.call_many(calls[start : start + chunk])
+
+
+def _expire_all(backend: RedisBackend, keys: Sequence[str], chunk: int = 2000) -> None:
+    """Delete those of ``keys`` that have an expiry (as if their time had come)."""
+    for start in range(0, len(keys), chunk):
+        part = keys[start : start + chunk]
+        pipe = backend.client.pipeline(transaction=False)
+        for key in part:
+            pipe.pttl(key)
+        doomed = [k for k, ttl in zip(part, pipe.execute(), strict=True) if int(ttl) >= 0]
+        if doomed:
+            backend.client.delete(*doomed)
 
 
 def build_users(
@@ -187,9 +214,10 @@ def build_users(
                     args = (*args[:3], str(uuid.UUID(bytes=rng.bytes(16), version=4)))
                 calls.append((script, keys, args))
         _pipelined(backend, calls)
-    if layout.state == "idle" and isinstance(limiter, EchoMQ):
-        for client in clients:  # the counter has expired; the meta hash never does
-            backend.client.delete(echomq_keys(client)[0])
+    if layout.state == "idle":  # long after the last request: what expires has expired
+        _expire_all(
+            backend, sorted({k for c in clients for t in times for k in limiter.keys(c, t)})
+        )
     keys = sorted({k for t_ms in times for k in limiter.keys(clients[-1], t_ms)})
     return [k for k in keys if backend.client.exists(k)]
 
@@ -366,16 +394,14 @@ def measure_all(
 def whiteboard(limit: int = 100, users: int = TARGET_USERS, key_bytes: int = 30) -> pd.DataFrame:
     """The arithmetic a candidate does: payload bytes only, no per-key or per-entry overhead.
 
-    A counter is a key name and an 8-byte integer; the log holds ``limit`` entries of an 8-byte
-    score and a ~16-byte request id; EchoMQ adds a small hash; the sliding counter keeps two
-    counters. The gap between these and the measured figures is the server's overhead.
+    Each algorithm's sum is in its record (``memory.whiteboard``): a counter is a key name and an
+    8-byte integer, the log holds ``limit`` entries of an 8-byte score and a ~16-byte request id.
+    The gap between these and the measured figures is the server's overhead.
     """
-    counter = key_bytes + 8
     per_user = {
-        "fixed_window": counter,
-        "echomq": counter + key_bytes + 3 + 8,
-        "sliding_log": key_bytes + limit * (8 + 16),
-        "sliding_counter": 2 * counter,
+        name: cls.memory.whiteboard(limit, key_bytes)
+        for name, cls in ALGORITHMS.items()
+        if cls.memory is not None
     }
     frame = pd.DataFrame(
         {"algorithm": list(per_user), "whiteboard_bytes_per_user": list(per_user.values())}
