@@ -42,7 +42,7 @@ DATA_DIR = "../data"  # where python -m simulator memory wrote its tables
 import pandas as pd
 
 from simulator.charts import memory as charts_memory
-from simulator.studies import memory
+from simulator.studies import bigkey, memory
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 20)
@@ -82,8 +82,8 @@ if REMEASURE:
         per_user, growth = memory.measure_all(
             backend, USERS, 512 << 20, "embedded valkey", script_users=500, progress=False
         )
-        bigkey = memory.bigkey_study(backend, decisions=200)
-        encoding = memory.encoding_sweep(backend, decisions=100, progress=False)
+        bigkey = bigkey.bigkey_study(backend, decisions=200)
+        encoding = bigkey.encoding_sweep(backend, decisions=100, progress=False)
         backend.close()
 else:
     tables = memory.read_tables(DATA_DIR)

@@ -19,7 +19,7 @@ import redis
 
 from simulator.backends import BackendError, RedisBackend
 from simulator.cli import UsageError, positive_float, positive_int
-from simulator.studies import memory
+from simulator.studies import bigkey, memory
 
 __all__ = ["register", "cmd_memory", "table_tag"]
 
@@ -70,14 +70,14 @@ def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> li
     table, growth = memory.measure_all(
         backend, users, int(budget_gib * GIB), server, script_users=args.script_users
     )
-    bigkey = _stamp(
-        memory.bigkey_study(backend, decisions=args.decisions),
+    bigkeys = _stamp(
+        bigkey.bigkey_study(backend, decisions=args.decisions),
         facts,
         server,
         "one user at exactly its limit per minute; server time = INFO commandstats evalsha",
     )
     sweep = _stamp(
-        memory.encoding_sweep(backend, decisions=min(args.decisions, 300)),
+        bigkey.encoding_sweep(backend, decisions=min(args.decisions, 300)),
         facts,
         server,
         "sliding log filled to N entries; MEMORY USAGE, OBJECT ENCODING, commandstats",
@@ -91,9 +91,9 @@ def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> li
         out / "memory_bigkey.csv",
         out / "memory_encoding.csv",
     ]
-    for frame, path in zip((table, growth, bigkey, sweep), paths, strict=True):
+    for frame, path in zip((table, growth, bigkeys, sweep), paths, strict=True):
         frame.to_csv(path, index=False)
-    _print_summary(table, bigkey)
+    _print_summary(table, bigkeys)
     return paths
 
 

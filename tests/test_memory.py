@@ -15,7 +15,7 @@ import pytest
 from simulator.backends import RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.cli import main
-from simulator.studies import memory
+from simulator.studies import bigkey, memory
 
 USERS = 2000
 SMALL = (
@@ -132,7 +132,7 @@ def test_encoding_flips_exactly_past_the_configured_threshold(threshold):
     config = {"zset-max-listpack-entries": threshold}
     with EmbeddedValkey(maxmemory="128mb", config=config) as s:
         backend = RedisBackend(s.client(), "embedded")
-        sweep = memory.encoding_sweep(
+        sweep = bigkey.encoding_sweep(
             backend, [threshold - 1, threshold, threshold + 1, 4 * threshold], 20, progress=False
         )
         backend.close()
@@ -144,7 +144,7 @@ def test_encoding_flips_exactly_past_the_configured_threshold(threshold):
 
 
 def test_bigkey_study_log_grows_counters_do_not(backend):
-    study = memory.bigkey_study(backend, limits=(5, 500), decisions=50).set_index(
+    study = bigkey.bigkey_study(backend, limits=(5, 500), decisions=50).set_index(
         ["algorithm", "limit"]
     )
     assert study.loc[("sliding_log", 500), "entries"] == 500

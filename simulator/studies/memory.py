@@ -9,14 +9,11 @@ cloned under many users' keys (``DUMP`` once, ``RESTORE`` in a server-side Lua l
 server's ``used_memory`` is sampled, and a straight line through those samples gives bytes per
 user. A smaller set of users built by the scripts themselves checks that the clones are faithful.
 Where the memory budget does not hold all the users the total is extrapolated from the line, and
-the row says so. The end of the module is the big-key study: the sliding log at 10,000 requests
-per minute, what one decision costs the server, and where the log's encoding flips.
+the row says so. The big-key study is :mod:`simulator.studies.bigkey`.
 """
 
 from __future__ import annotations
 
-import gc
-import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -27,12 +24,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.algorithms.base import MemoryModel
 from simulator.backends import RedisBackend
 from simulator.keys import hash_tag
+from simulator.studies.weighing import (
+    USER_FORMAT,
+    _clone,
+    _encoding,
+    _fit,
+    _setting,
+    _template,
+    _used,
+    flush,
+    server_facts,
+)
 
 __all__ = [
     "Layout",
@@ -44,31 +51,12 @@ __all__ = [
     "measure_layout",
     "measure_all",
     "whiteboard",
-    "decision_cost",
-    "encoding_sweep",
-    "bigkey_study",
     "read_tables",
     "compare",
 ]
 
 TARGET_USERS = 5_000_000
-CLONE_TTL_MS = 3_600_000  # clones keep an expiry (it costs memory) that outlives the load
-USER_FORMAT = "user%07d"  # client ids user0000000 .. user9999999: an 11-byte id in every key
 ID_FORMATS = ("now_ms-seq", "uuid4")
-
-# RESTORE the representative user's keys under users n0 .. n1-1. ARGV: n0, n1, client format,
-# key count, then per key: prefix, suffix, ttl_ms, payload (the key is prefix .. {tag} .. suffix).
-_CLONE_LUA = """
-local n0, n1, fmt, nk = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-for i = n0, n1 - 1 do
-  local tag = '{' .. string.format(fmt, i) .. '}'
-  for k = 0, nk - 1 do
-    local b = 5 + 4 * k
-    redis.call('RESTORE', ARGV[b] .. tag .. ARGV[b + 1], ARGV[b + 2], ARGV[b + 3])
-  end
-end
-return n1 - n0
-"""
 
 
 @dataclass(frozen=True)
@@ -127,43 +115,6 @@ LAYOUTS: tuple[Layout, ...] = (
 )
 
 
-def server_facts(client: Any) -> dict[str, Any]:
-    """Server name, version and the settings that decide the small encodings."""
-    info = client.info("server")
-    config = client.config_get("*-max-listpack-*")
-    return {
-        "server_version": info.get("valkey_version") or info.get("redis_version"),
-        "server_name": info.get("server_name", "redis"),
-        **{_text(k): int(v) for k, v in config.items() if _text(v).lstrip("-").isdigit()},
-    }
-
-
-def _used(client: Any, settle_s: float = 30.0) -> int:
-    """``used_memory`` less the client buffers (a pipeline's query buffer is not the keys' cost),
-    read once the keyspace tables have finished growing: while a table rehashes, the old and the
-    new bucket arrays are both allocated (that transient shows in ``used_memory_peak``)."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        info = client.info("memory")
-        rehashing = int(info.get("mem_overhead_db_hashtable_rehashing", 0))
-        if not rehashing or time.monotonic() > deadline:
-            return int(info["used_memory"]) - int(info.get("mem_clients_normal", 0))
-        time.sleep(0.05)  # the server's cron finishes the rehash; poll until it has
-
-
-def flush(client: Any) -> int:
-    """Empty the client's own database synchronously and return the baseline ``used_memory``.
-
-    ``FLUSHDB``, never ``FLUSHALL``: on a server the program did not start, the other databases
-    hold somebody else's data. (``used_memory`` is server-wide, so what they do meanwhile shows
-    in the figures; on the embedded server nothing else is there.)
-    """
-    client.execute_command("FLUSHDB", "SYNC")
-    while int(client.info("memory").get("lazyfree_pending_objects", 0)):
-        time.sleep(0.05)  # polling a background free, not a correctness wait
-    return _used(client)
-
-
 def _request_times(layout: Layout, now_ms: int) -> list[int]:
     """``limit`` requests spread evenly over each window that builds the state."""
     w, step = layout.window_ms, layout.window_ms / layout.limit
@@ -220,86 +171,6 @@ def build_users(
         )
     keys = sorted({k for t_ms in times for k in limiter.keys(clients[-1], t_ms)})
     return [k for k in keys if backend.client.exists(k)]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _encoding(client: Any, key: str) -> str:
-    return f"{_text(client.type(key))}:{_text(client.object('encoding', key))}"
-
-
-def _setting(encoding: str, facts: dict[str, Any]) -> str:
-    kind = encoding.split(":")[0]
-    if kind in ("zset", "hash"):
-        name = f"{kind}-max-listpack-entries"
-        value = f"{kind}-max-listpack-value"
-        return f"{name}={facts.get(name)}, {value}={facts.get(value)}"
-    return "(integer string: no setting)" if encoding.endswith(":int") else ""
-
-
-def _fit(users: np.ndarray, growth: np.ndarray) -> tuple[float, float, float]:
-    """Slope (bytes/user), its standard error, and the largest distance of a sample from the line."""
-    if len(users) < 3:
-        slope = float(growth[-1] / users[-1])
-        return slope, float("nan"), 0.0
-    (slope, icpt), cov = np.polyfit(users, growth, 1, cov=True)
-    resid = growth - (slope * users + icpt)
-    return float(slope), float(np.sqrt(cov[0, 0])), float(np.abs(resid).max())
-
-
-def _template(client: Any, keys: Sequence[str], tag: str) -> list[Any]:
-    """What the clone loop needs per key: prefix, suffix, ttl_ms, DUMP payload."""
-    argv: list[Any] = []
-    for key in keys:
-        prefix, _, suffix = key.partition(tag)
-        ttl_ms = CLONE_TTL_MS if int(client.pttl(key)) > 0 else 0
-        argv += [prefix, suffix, ttl_ms, client.dump(key)]
-    return argv
-
-
-def _clone(
-    client: Any,
-    argv: list[Any],
-    users: int,
-    budget_bytes: int,
-    desc: str,
-    progress: bool,
-    checkpoint: int = 0,
-) -> tuple[int, list[tuple[int, int]], float]:
-    """RESTORE one user's keys (``argv`` from :func:`_template`) as users 0 .. users-1.
-
-    Stops early before ``used_memory`` would pass ``budget_bytes``. Returns the users loaded, the
-    (users, used_memory growth) samples (one of them at ``checkpoint`` users) and the load time.
-    """
-    sha = client.script_load(_CLONE_LUA)
-    base = _used(client)
-    payload = sum(len(a) for a in argv[3::4])
-    batch = int(np.clip(min(2_000_000 // max(payload, 1), users // 20), 1, 20_000))
-    every = max(batch, users // 40)
-    samples: list[tuple[int, int]] = []
-    loaded, per_user = 0, 0.0
-    start = time.perf_counter()
-    with tqdm(total=users, desc=desc, unit="user", disable=not progress, file=sys.stderr) as bar:
-        while loaded < users:
-            n = min(batch, users - loaded)
-            if loaded < checkpoint:
-                n = min(n, checkpoint - loaded)
-            used = _used(client, settle_s=0)
-            if per_user and used + 1.2 * per_user * n > budget_bytes:
-                break
-            client.evalsha(sha, 0, loaded, loaded + n, USER_FORMAT, len(argv) // 4, *argv)
-            loaded += n
-            bar.update(n)
-            if loaded % every < n or loaded in (users, checkpoint) or not samples:
-                growth = _used(client) - base
-                samples.append((loaded, growth))
-                per_user = growth / loaded
-                # about 40 samples over what the budget will hold
-                fits = (budget_bytes - base) / max(per_user, 1.0)
-                every = max(batch, int(min(users, fits)) // 40)
-    return loaded, samples, time.perf_counter() - start
 
 
 def measure_layout(
@@ -408,106 +279,6 @@ def whiteboard(limit: int = 100, users: int = TARGET_USERS, key_bytes: int = 30)
     )
     frame["whiteboard_total_bytes"] = frame["whiteboard_bytes_per_user"] * users
     return frame
-
-
-# --- the big key -----------------------------------------------------------------------------
-def _evalsha_stats(client: Any) -> tuple[int, int]:
-    stats = client.info("commandstats").get("cmdstat_evalsha", {})
-    return int(stats.get("calls", 0)), int(stats.get("usec", 0))
-
-
-def decision_cost(
-    backend: RedisBackend,
-    algorithm: str,
-    limit: int,
-    decisions: int = 1000,
-    window_ms: int = 60_000,
-) -> dict[str, Any]:
-    """Per-decision cost of one user sending exactly ``limit`` requests per window, forever.
-
-    The user's keys are first filled by one window of requests; then ``decisions`` more arrive at
-    the same rate, one round trip each, so the log drops one entry and adds one per decision.
-    Server time is the ``EVALSHA`` time in ``INFO commandstats`` (microseconds, inside the server);
-    wall time adds the network and the client.
-    """
-    client = backend.client
-    flush(client)
-    limiter = ALGORITHMS[algorithm](backend, limit, window_ms)
-    step, t0 = window_ms / limit, (int(time.time() * 1000) // window_ms) * window_ms
-    fill = [limiter.call("bigkey", t0 + round(i * step)) for i in range(limit)]
-    _pipelined(backend, fill)
-    calls0, usec0 = _evalsha_stats(client)
-    wall_ns = np.empty(decisions, dtype="int64")
-    times = [t0 + window_ms + round(j * step) for j in range(decisions)]
-    gc.disable()  # as timeit does: a collection in the loop would be charged to one decision
-    try:
-        for j, t_ms in enumerate(times):
-            call = limiter.call("bigkey", t_ms)
-            start = time.perf_counter_ns()
-            backend.call(*call)
-            wall_ns[j] = time.perf_counter_ns() - start
-    finally:
-        gc.enable()
-    calls1, usec1 = _evalsha_stats(client)
-    # the keys the last decision reads (counter keys of older windows are still expiring)
-    keys = [k for k in limiter.keys("bigkey", times[-1]) if client.exists(k)]
-    entries = sum(int(client.zcard(k)) for k in keys if _text(client.type(k)) == "zset")
-    encoding = " + ".join(_encoding(client, k) for k in keys)
-    user_bytes = sum(int(client.memory_usage(k, samples=0)) for k in keys)
-    # the worst moment: the user pauses one window; the next decision drops the whole log at once
-    pause = limiter.call("bigkey", t0 + 2 * window_ms + round(decisions * step))
-    start = time.perf_counter_ns()
-    backend.call(*pause)
-    pause_wall_ns = time.perf_counter_ns() - start
-    calls2, usec2 = _evalsha_stats(client)
-    return {
-        "algorithm": algorithm,
-        "limit": limit,
-        "window_ms": window_ms,
-        "keys": len(keys),
-        "entries": entries,
-        "encoding": encoding,
-        "user_bytes": user_bytes,
-        "decisions": decisions,
-        "server_us_per_decision": round((usec1 - usec0) / max(calls1 - calls0, 1), 2),
-        "wall_us_p50": round(float(np.percentile(wall_ns, 50)) / 1000, 1),
-        "wall_us_p99": round(float(np.percentile(wall_ns, 99)) / 1000, 1),
-        "server_us_after_pause": round((usec2 - usec1) / max(calls2 - calls1, 1), 2),
-        "wall_us_after_pause": round(pause_wall_ns / 1000, 1),
-    }
-
-
-SWEEP_SIZES = (8, 16, 32, 64, 100, 120, 127, 128, 129, 130, 160, 256, 512, 1024, 4096, 10_000)
-
-
-def encoding_sweep(
-    backend: RedisBackend,
-    sizes: Sequence[int] = SWEEP_SIZES,
-    decisions: int = 300,
-    progress: bool = True,
-) -> pd.DataFrame:
-    """The sliding log at each size: encoding, bytes, bytes per entry and time per decision."""
-    threshold = server_facts(backend.client).get("zset-max-listpack-entries")
-    rows = []
-    for size in tqdm(sizes, desc="log sizes", disable=not progress, file=sys.stderr):
-        row = decision_cost(backend, "sliding_log", size, decisions)
-        row["bytes_per_entry"] = round(row["user_bytes"] / row["entries"], 1)
-        row["zset_max_listpack_entries"] = threshold
-        rows.append(row)
-    flush(backend.client)
-    return pd.DataFrame(rows)
-
-
-def bigkey_study(
-    backend: RedisBackend,
-    limits: Sequence[int] = (5, 100, 10_000),
-    algorithms: Sequence[str] = ("sliding_log", "fixed_window", "sliding_counter"),
-    decisions: int = 1000,
-) -> pd.DataFrame:
-    """Log versus counters at a login-sized, an interview-sized and an API-key-sized limit."""
-    rows = [decision_cost(backend, a, n, decisions) for n in limits for a in algorithms]
-    flush(backend.client)
-    return pd.DataFrame(rows)
 
 
 # --- reading the committed tables ------------------------------------------------------------
