@@ -53,12 +53,12 @@ def poisson(env: simpy.Environment, spec: Poisson, ask: Ask, rng: np.random.Gene
         yield env.timeout(rng.exponential(mean_gap_ms))
 
 
-def burst_at(env: simpy.Environment, spec: BurstAt, ask: Ask, rng: np.random.Generator) -> Proc:
-    for at_s in sorted(spec.at_s):
-        at_ms = at_s * 1000.0
+def burst_at(env: simpy.Environment, spec: Any, ask: Ask, rng: np.random.Generator) -> Proc:
+    """The burst player: ``n`` requests at once at each ``(at_ms, n)`` of ``spec.bursts()``."""
+    for at_ms, n in spec.bursts():
         if at_ms > env.now:
             yield env.timeout(at_ms - env.now)
-        for _ in range(spec.n):
+        for _ in range(n):
             ask(spec.name)
 
 

@@ -10,9 +10,46 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["rolling_admitted", "max_in_window", "burst_summary", "admitted_per_second"]
+__all__ = [
+    "trailing_admitted",
+    "rolling_admitted",
+    "max_in_window",
+    "burst_summary",
+    "admitted_per_second",
+]
 
 _GROUP = ["run_id", "algorithm", "client"]
+
+
+def trailing_admitted(
+    group: np.ndarray,
+    t_ms: np.ndarray,
+    admitted: np.ndarray,
+    window_ms: int,
+    order: np.ndarray,
+    *,
+    including_self: bool = True,
+) -> np.ndarray:
+    """THE trailing-window count: for each row, admitted rows of its ``group`` in (t - W, t].
+
+    ``order`` sorts the rows by (group, time, arrival); rows count in that order, so at a tie in
+    time a row counts those before it (and itself if ``including_self`` and admitted). One sort
+    (given), one cumulative sum and one binary search: millions of rows per second.
+    """
+    n = len(t_ms)
+    if n == 0:
+        return np.empty(0, dtype="int64")
+    k = np.asarray(group, dtype="int64")[order]
+    ts = np.asarray(t_ms, dtype="int64")[order]
+    cum = np.zeros(n + 1, dtype="int64")  # cum[i] = admitted among the first i sorted rows
+    np.cumsum(np.asarray(admitted, dtype=bool)[order], out=cum[1:])
+    t0 = int(ts.min())
+    span = int(ts.max()) - t0 + int(window_ms) + 1
+    key = k * span + (ts - t0 + window_ms)  # ascending along `order`
+    first = np.searchsorted(key, key - window_ms, side="right")  # first row with t > t_i - W
+    out = np.empty(n, dtype="int64")
+    out[order] = (cum[1:] if including_self else cum[:-1]) - cum[first]
+    return out
 
 
 def rolling_admitted(frame: pd.DataFrame, window_ms: int) -> pd.Series:
@@ -26,17 +63,8 @@ def rolling_admitted(frame: pd.DataFrame, window_ms: int) -> pd.Series:
     groups = [c for c in _GROUP if c in frame.columns]
     key = frame.groupby(groups, sort=False, observed=True).ngroup().to_numpy(dtype="int64")
     t = frame["t_ms"].to_numpy(dtype="int64")
-    admitted = frame["allowed"].to_numpy(dtype=bool).astype("int64")
     order = np.lexsort((np.arange(n), t, key))
-    k, ts = key[order], t[order]
-    cum = np.cumsum(admitted[order])
-    t0 = ts.min()
-    span = int(ts.max() - t0) + window_ms + 1
-    sortable = k * span + (ts - t0 + window_ms)  # increasing along `order`
-    first = np.searchsorted(sortable, k * span + (ts - t0), side="right")
-    before = np.where(first > 0, cum[np.maximum(first - 1, 0)], 0)
-    out = np.empty(n, dtype="int64")
-    out[order] = cum - before
+    out = trailing_admitted(key, t, frame["allowed"].to_numpy(dtype=bool), window_ms, order)
     return pd.Series(out, index=frame.index, name="rolling_admitted")
 
 

@@ -156,6 +156,10 @@ class BurstAt(ClientSpec):
         seconds = tuple(check_number("BurstAt", "at_s", s, hi=MAX_T_MS / 1000) for s in self.at_s)
         _set(self, "at_s", seconds)
 
+    def bursts(self) -> list[tuple[float, int]]:
+        """``(at_ms, n)`` in time order: what the burst player plays."""
+        return [(at_s * 1000.0, self.n) for at_s in sorted(self.at_s)]
+
 
 @dataclass(frozen=True)
 class OnOff(ClientSpec):

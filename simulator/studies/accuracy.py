@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.fastref import _sort, decide_bulk
+from simulator.metrics import trailing_admitted
 
 __all__ = [
     "CLOUDFLARE",
@@ -71,23 +72,11 @@ def exact_before(
     Vectorised (one sort, a cumulative sum and a binary search); pass ``order`` (a sort by client,
     time, arrival, e.g. :attr:`simulator.fastref.Bulk.order`) to skip the sort.
     """
-    n = len(t_ms)
-    if n == 0:
-        return np.empty(0, dtype="int64")
     codes = np.asarray(codes, dtype="int64")
     t_ms = np.asarray(t_ms, dtype="int64")
     if order is None:
         order = _sort(codes, t_ms)
-    k, ts = codes[order], t_ms[order]
-    cum = np.zeros(n + 1, dtype="int64")  # cum[i] = admitted among the first i sorted rows
-    np.cumsum(np.asarray(admitted, dtype=bool)[order], out=cum[1:])
-    t0 = int(ts.min())
-    span = int(ts.max()) - t0 + int(window_ms) + 1
-    key = k * span + (ts - t0 + window_ms)  # ascending along `order`
-    first = np.searchsorted(key, key - window_ms, side="right")  # first row with t > t_i - W
-    out = np.empty(n, dtype="int64")
-    out[order] = cum[:-1] - cum[first]
-    return out
+    return trailing_admitted(codes, t_ms, admitted, window_ms, order, including_self=False)
 
 
 def compare(trace: pd.DataFrame, limit: int, window_ms: int, family: str = "") -> pd.DataFrame:

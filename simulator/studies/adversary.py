@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulator.clients import register_process
+from simulator.clients import burst_at, register_process
 from simulator.fastref import decide_bulk
-from simulator.metrics import max_in_window
+from simulator.metrics import max_in_window, trailing_admitted
 from simulator.model import simulate
 from simulator.scenario import ClientSpec, ConfigError, Scenario
 
@@ -97,16 +97,8 @@ class EndBunching(ClientSpec):
         return [((k + 1) * w - self.lead_ms - k, self.n) for k in range(self.windows)]
 
 
-def _play(env, spec, ask, rng):  # type: ignore[no-untyped-def]
-    for at_ms, n in spec.bursts():
-        if at_ms > env.now:
-            yield env.timeout(at_ms - env.now)
-        for _ in range(n):
-            ask(spec.name)
-
-
 for _spec in (BurstSchedule, SeamTimer, EndBunching):
-    register_process(_spec, _play)
+    register_process(_spec, burst_at, reacts=False)  # the same player as BurstAt's
 
 
 def peak_admitted(
@@ -122,7 +114,10 @@ def peak_admitted(
     adm = t[bulk.allowed]
     if len(adm) == 0:
         return 0, 0
-    inside = np.arange(len(adm)) - np.searchsorted(adm, adm - window_ms, side="right") + 1
+    one = np.zeros(len(adm), dtype="int64")  # one client; its admitted requests, in order
+    inside = trailing_admitted(
+        one, adm, np.ones(len(adm), dtype=bool), window_ms, np.arange(len(adm))
+    )
     i = int(np.argmax(inside))
     return int(inside[i]), int(adm[i])
 
