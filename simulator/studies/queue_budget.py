@@ -31,12 +31,11 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from simulator.algorithms import EchoMQ, EchoMQRef, echomq_keys
 from simulator.backends import Backend, FakeRedisBackend
 from simulator.model import run_id_for
-from simulator.records import Decision
-from simulator.scenario import ConfigError
 from simulator.studies import telemetry
+from simulator.studies.dequeue_budgets import LocalBudget, ServerBudget, SplitBudget, WorkerDied
+from simulator.studies.queue_scenario import SHARED_QUEUE, QueueScenario, Room
 
 __all__ = [
     "Room",
@@ -53,154 +52,6 @@ __all__ = [
     "DEQUEUE_DTYPES",
     "SHARED_QUEUE",
 ]
-
-DESIGNS = ("shared", "per_room")
-LIMITERS = ("server", "local", "split")
-SHARED_QUEUE = "chat"
-
-
-@dataclass(frozen=True)
-class Room:
-    """A chat room whose messages arrive as a Poisson process at ``rate_per_s``."""
-
-    name: str
-    rate_per_s: float
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ConfigError(f"Room.name: must be a non-empty string, got {self.name!r}")
-        if not isinstance(self.rate_per_s, int | float) or not 0 <= self.rate_per_s < 1e6:
-            raise ConfigError(
-                f"Room.rate_per_s: must be a number in [0, 1e6), got {self.rate_per_s!r}"
-            )
-
-
-def _int(owner: str, name: str, value: Any, low: int, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ConfigError(f"{owner}.{name}: must be an integer >= {low}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class QueueScenario:
-    """One run of the queue model. Times are integer milliseconds."""
-
-    rooms: tuple[Room, ...]
-    workers: int = 4
-    max_per_window: int = 10
-    window_ms: int = 1000
-    service_ms: int = 20
-    duration_ms: int = 10_000  # producers enqueue in [0, duration_ms)
-    drain_ms: int = 0  # workers keep going this much longer
-    design: str = "shared"
-    limiter: str = "server"
-    defer_pad_ms: int = 0  # added to a positive deferral; 0 = exactly the PTTL
-    min_defer_ms: int = 1  # deferral when the limiter refuses with no positive wait
-    read_to_admit_ms: int = 0  # time between the TTL read and the admit (round trip)
-    stale_after_ms: int | None = None  # a job older than this when dequeued is dropped
-    crash_at_ms: int | None = None  # the first worker to arm a window at/after this dies
-    seed: int = 0
-    label: str = ""
-
-    def __post_init__(self) -> None:
-        owner = "QueueScenario"
-        if not isinstance(self.rooms, tuple) or not self.rooms:
-            raise ConfigError(f"{owner}.rooms: must be a non-empty tuple of Room")
-        if not all(isinstance(r, Room) for r in self.rooms):
-            raise ConfigError(f"{owner}.rooms: must be a non-empty tuple of Room")
-        if len({r.name for r in self.rooms}) != len(self.rooms):
-            raise ConfigError(f"{owner}.rooms: room names must be distinct")
-        for name, low in (("workers", 1), ("max_per_window", 1), ("window_ms", 1)):
-            _int(owner, name, getattr(self, name), low)
-        for name in ("service_ms", "duration_ms", "drain_ms", "defer_pad_ms", "read_to_admit_ms"):
-            _int(owner, name, getattr(self, name), 0)
-        _int(owner, "min_defer_ms", self.min_defer_ms, 1)
-        _int(owner, "stale_after_ms", self.stale_after_ms, 0, optional=True)
-        _int(owner, "crash_at_ms", self.crash_at_ms, 0, optional=True)
-        _int(owner, "seed", self.seed, 0)
-        if self.design not in DESIGNS:
-            raise ConfigError(
-                f"{owner}.design: unknown {self.design!r}; known: {', '.join(DESIGNS)}"
-            )
-        if self.limiter not in LIMITERS:
-            raise ConfigError(
-                f"{owner}.limiter: unknown {self.limiter!r}; known: {', '.join(LIMITERS)}"
-            )
-        if self.crash_at_ms is not None and self.limiter == "local":
-            raise ConfigError(f"{owner}.crash_at_ms: a local counter has no server step to die in")
-        if not self.label:
-            object.__setattr__(self, "label", f"{self.design}/{self.limiter}/K={self.workers}")
-
-    def queue_of(self, room: str) -> str:
-        return SHARED_QUEUE if self.design == "shared" else room
-
-
-# --- the budgets at the dequeue point ---------------------------------------------------------
-class WorkerDied(Exception):
-    """The worker process stopped in the middle of its admit step."""
-
-
-class ServerBudget:
-    """The real scripts: ``echomq_ttl`` to read, ``echomq_admit`` to spend; one counter per queue."""
-
-    def __init__(self, backend: Backend, max_: int, window_ms: int, crash_at_ms: int | None = None):
-        self.backend, self.max, self.window_ms = backend, max_, window_ms
-        self.limiter = EchoMQ(backend, max_, window_ms)
-        self.crash_at_ms = crash_at_ms
-
-    def ttl(self, queue: str, now_ms: int) -> int:
-        return self.limiter.rate_limit_ttl(queue, now_ms)
-
-    def _dies(self, now_ms: int) -> bool:
-        if self.crash_at_ms is not None and now_ms >= self.crash_at_ms:
-            self.crash_at_ms = None
-            return True
-        return False
-
-    def admit(self, queue: str, now_ms: int) -> Decision:
-        decision = self.limiter.decide(queue, now_ms)
-        # The script is atomic: the earliest a worker can die is after it returned.
-        if decision.allowed and decision.count == 1 and self._dies(now_ms):
-            raise WorkerDied(queue)
-        return decision
-
-
-class SplitBudget(ServerBudget):
-    """The non-atomic admit: GET, INCR and PEXPIRE as separate commands (do not do this)."""
-
-    def admit(self, queue: str, now_ms: int) -> Decision:
-        counter, _ = echomq_keys(queue)
-        clock = getattr(self.backend, "clock", None)
-        if clock is not None:
-            clock.activate()
-        r, cap = self.backend.client, self.max
-        live = int(r.get(counter) or 0)
-        if live >= cap:
-            ttl = int(r.pttl(counter))
-            return Decision(False, float(live), cap, 0, ttl, ttl)
-        count = int(r.incr(counter))
-        if count == 1:
-            if self._dies(now_ms):
-                raise WorkerDied(queue)  # INCR is done, PEXPIRE never will be
-            r.pexpire(counter, self.window_ms)
-        return Decision(True, float(count), cap, cap - count, int(r.pttl(counter)), 0)
-
-
-class LocalBudget:
-    """One worker's in-process counter with the same max (the pure-Python EchoMQ window)."""
-
-    def __init__(self, max_: int, window_ms: int) -> None:
-        self.ref = EchoMQRef(max_, window_ms)
-
-    def ttl(self, queue: str, now_ms: int) -> int:
-        count, expire_at = self.ref.counters.get(queue, (0, -1))
-        if expire_at >= now_ms and count >= self.ref.limit:
-            return max(0, expire_at - now_ms)
-        return 0
-
-    def admit(self, queue: str, now_ms: int) -> Decision:
-        return self.ref.decide(queue, now_ms)
 
 
 # --- the model --------------------------------------------------------------------------------
