@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import BULK
+from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 
 __all__ = ["Bulk", "decide_bulk", "decide_trace"]
 
@@ -69,9 +70,9 @@ def decide_bulk(
     Pass ``order`` (from an earlier :class:`Bulk`) to skip the sort.
     """
     if algorithm not in BULK:
-        raise ValueError(f"algorithm: unknown {algorithm!r}; known: {', '.join(BULK)}")
-    if int(limit) < 1 or int(window_ms) <= 0:
-        raise ValueError(f"limit >= 1 and window_ms > 0 required, got {limit}, {window_ms}")
+        raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(BULK)}")
+    limit = check_int("decide_bulk", "limit", limit, 1, MAX_LIMIT)
+    window_ms = check_int("decide_bulk", "window_ms", window_ms, 1, MAX_WINDOW_MS)
     codes = np.asarray(codes, dtype="int64")
     t_ms = np.asarray(t_ms, dtype="int64")
     n = len(t_ms)

@@ -29,6 +29,7 @@ from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.algorithms.base import MemoryModel
 from simulator.backends import RedisBackend
 from simulator.keys import hash_tag
+from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 from simulator.studies.weighing import (
     USER_FORMAT,
     _clone,
@@ -73,14 +74,16 @@ class Layout:
     def __post_init__(self) -> None:
         model = ALGORITHMS[self.algorithm].memory if self.algorithm in ALGORITHMS else None
         if model is None:
-            raise ValueError(f"algorithm: unknown {self.algorithm!r} (or not in the memory study)")
+            raise ConfigError(
+                f"Layout.algorithm: unknown {self.algorithm!r} (or not in the memory study)"
+            )
         if self.state not in ("steady", "seam", "idle"):
-            raise ValueError(f"state: must be steady, seam or idle, got {self.state!r}")
-        if self.limit < 1 or self.window_ms < 1:
-            raise ValueError("limit and window_ms: must be >= 1")
+            raise ConfigError(f"Layout.state: must be steady, seam or idle, got {self.state!r}")
+        check_int("Layout", "limit", self.limit, 1, MAX_LIMIT)
+        check_int("Layout", "window_ms", self.window_ms, 1, MAX_WINDOW_MS)
         if model.request_ids != (self.id_format in ID_FORMATS):
-            raise ValueError(
-                f"id_format: one of {ID_FORMATS} for algorithms that keep request ids only"
+            raise ConfigError(
+                f"Layout.id_format: one of {ID_FORMATS} for algorithms that keep request ids only"
             )
 
     @property
