@@ -33,6 +33,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -55,6 +56,7 @@ from simulator.backends.process import (
     runs_root,
     valkey_binary,
 )
+from simulator.scenario import ConfigError
 
 _SLOTS = 16384
 _LIVE: set[EmbeddedValkey] = set()  # strong refs so the atexit hook can reach them
@@ -84,6 +86,8 @@ class EmbeddedValkey:
         self.startup_timeout_s = startup_timeout_s
         #: What every client must send (AUTH); a fresh random one unless given.
         self.password = password or secrets.token_hex(32)
+        if not re.fullmatch(r"[0-9A-Za-z._~-]+", self.password):
+            raise ConfigError("password: letters, digits and . _ ~ - only (it goes in a URL)")
         self.dir: Path | None = None
         #: The unix socket clients of :meth:`client` use (None for a cluster node or a path too
         #: long for a socket: TCP then).
