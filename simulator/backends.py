@@ -32,7 +32,7 @@ from redis.retry import Retry
 from simulator import wire
 from simulator.clock import VirtualClock
 from simulator.scripts import SCRIPT_NAMES, Script, load
-from simulator.servers import BackendSpecError, redact
+from simulator.urls import BackendSpecError, open_url, redact
 from simulator.wire import Call
 
 __all__ = [
@@ -384,7 +384,7 @@ def make_backend(spec: str = "fakeredis") -> Backend:
     that names no usable server raises :class:`BackendSpecError`, one that cannot be reached
     :class:`BackendError`; both messages name the spec (its password shown as ``***``).
     """
-    from simulator.servers import EmbeddedCluster, EmbeddedValkey, open_url
+    from simulator.servers import EmbeddedCluster, EmbeddedValkey
 
     if spec == "fakeredis":
         return FakeRedisBackend()

@@ -112,8 +112,8 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
         "fixed_window, sliding_log and sliding_counter run on simulated time (their decisions do "
         "not depend on the server's clock); echomq, whose window is the key's TTL, runs on real time. "
         "A server the program starts takes only clients with the random password the program "
-        "holds (valkey: through a unix socket of mode 0700 as well); a process of the same user "
-        "can still read that password (its config file, /proc)",
+        "holds (valkey's own clients also connect through a unix socket of mode 0700); a process "
+        "of the same user can still read that password (its config file, /proc)",
     )
     p.add_argument(
         "--max-realtime",

@@ -120,18 +120,18 @@ def _print_summary(table: pd.DataFrame, bigkey: pd.DataFrame) -> None:
 def _url_backend(url: str) -> RedisBackend:
     """The one database of a server the program did not start, refused before connecting when
     the URL names a cluster (its used_memory is split over the nodes)."""
-    from simulator.servers import open_url
+    from simulator.urls import open_url, redact
 
     if urlsplit(url).scheme == "redis+cluster":
         raise UsageError(
-            f"--backend-url {url}: a cluster splits used_memory over its nodes; "
+            f"--backend-url {redact(url)}: a cluster splits used_memory over its nodes; "
             "give one node as redis://HOST:PORT/DB"
         )
     try:
         client = open_url(url)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    return RedisBackend(client, url)
+        raise UsageError(f"--backend-url {exc}") from None
+    return RedisBackend(client, redact(url))
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
@@ -141,7 +141,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         if args.backend_url:
             backend = _url_backend(args.backend_url)
             try:
-                paths = _measure(backend, args, args.backend_url)
+                paths = _measure(backend, args, backend.name)  # the URL, its password hidden
             finally:
                 backend.close()
         else:

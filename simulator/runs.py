@@ -25,7 +25,7 @@ from typing import IO, Any
 from simulator.backends import Backend, make_backend
 from simulator.limiters import ALGORITHMS
 from simulator.model import Row
-from simulator.servers import redact
+from simulator.urls import redact
 
 __all__ = [
     "open_backend",

@@ -198,6 +198,7 @@ def test_memory_command_refuses_a_server_with_keys(server):
         client.delete("somebody-elses-key")
     assert done.returncode == 2
     assert "empty database" in done.stderr
+    assert server.password not in done.stderr  # the URL is shown with *** for its password
 
 
 def test_memory_command_on_a_url_touches_only_the_database_it_was_given(tmp_path, capsys):

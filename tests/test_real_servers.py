@@ -33,7 +33,8 @@ from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
 from simulator.scenario import ConstantRate, Poisson, Polite, Scenario
 from simulator.scripts import load
-from simulator.servers import EmbeddedValkey, redact
+from simulator.servers import EmbeddedValkey
+from simulator.urls import redact
 
 DECISION = [
     "client",

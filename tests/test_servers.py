@@ -17,7 +17,8 @@ from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
-from simulator.servers import EmbeddedCluster, EmbeddedValkey, open_url, valkey_binary
+from simulator.servers import EmbeddedCluster, EmbeddedValkey, valkey_binary
+from simulator.urls import open_url
 
 INCR_BOTH = "return {redis.call('INCR', KEYS[1]), redis.call('INCR', KEYS[2])}"
 ROOT = Path(__file__).resolve().parents[1]
