@@ -45,8 +45,15 @@ def trailing_admitted(
     np.cumsum(np.asarray(admitted, dtype=bool)[order], out=cum[1:])
     t0 = int(ts.min())
     span = int(ts.max()) - t0 + int(window_ms) + 1
-    key = k * span + (ts - t0 + window_ms)  # ascending along `order`
-    first = np.searchsorted(key, key - window_ms, side="right")  # first row with t > t_i - W
+    if (int(k.max()) + 1) * span < 2**62:  # one key per row, ascending along `order`
+        key = k * span + (ts - t0 + window_ms)
+        first = np.searchsorted(key, key - window_ms, side="right")  # first row with t > t_i - W
+    else:  # so wide a span that the key would overflow: one search per group instead
+        first = np.empty(n, dtype="int64")
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        for lo, hi in zip(starts, np.r_[starts[1:], n], strict=True):
+            part = ts[lo:hi]
+            first[lo:hi] = lo + np.searchsorted(part, part - window_ms, side="right")
     out = np.empty(n, dtype="int64")
     out[order] = (cum[1:] if including_self else cum[:-1]) - cum[first]
     return out
@@ -107,4 +114,6 @@ def rolling_curve(frame: pd.DataFrame, window_ms: int, t_grid_ms: np.ndarray) ->
         rows.append(
             pd.DataFrame({"algorithm": algorithm, "t_ms": t_grid_ms, "in_window": upto - before})
         )
+    if not rows:
+        return pd.DataFrame({"algorithm": [], "t_ms": [], "in_window": []})
     return pd.concat(rows, ignore_index=True)

@@ -1,0 +1,346 @@
+"""Every chart draws from small frames: the right panels, titled and labelled, in the registry's
+colours, and saved as PNG and SVG that are the same bytes each time.
+
+The frames come from the studies at a tiny size (the memory charts from the committed tables),
+so a chart that breaks on a study's real output fails here, not in ``python -m simulator charts``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.category import StrCategoryLocator
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator
+
+from simulator.algorithms import ALGORITHMS
+from simulator.charts import LABELS, PALETTE, ROLE_COLOURS, order, save
+from simulator.charts import accuracy as accuracy_charts
+from simulator.charts import burst as burst_charts
+from simulator.charts import memory as memory_charts
+from simulator.charts import queue as queue_charts
+from simulator.charts import servers as server_charts
+from simulator.model import boundary_burst
+from simulator.paths import DATA_DIR
+from simulator.studies import queue_studies as qs
+from simulator.studies.accuracy import load_sweep, run_study
+from simulator.studies.families import Family, offered
+from simulator.studies.memory import read_tables
+from simulator.studies.queue_budget import QueueScenario, Room, run_many, sweep
+
+LIMIT, WINDOW_MS = 5, 1000
+
+
+# --- what every chart must do ---------------------------------------------------------------------
+def plots_data(ax: Axes) -> bool:
+    return bool(ax.lines or ax.patches or ax.collections)
+
+
+def names_its_ticks(axis: Axis) -> bool:
+    """A categorical axis: ticks named in words (bars per family, per method, per room kind)."""
+    texts = [t.get_text().replace(r"\mathdefault", "") for t in axis.get_ticklabels()]
+    return isinstance(axis.get_major_locator(), (FixedLocator, StrCategoryLocator)) and any(
+        ch.isalpha() for text in texts for ch in text
+    )
+
+
+def aligned(ax: Axes, which: str) -> list[Axes]:
+    """Axes read against the same scale as ``ax``: shared with it, or in its grid row (for y) or
+    column (for x) with the very same limits, so that one label at the edge serves them all."""
+    shared = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+    out = list(shared.get_siblings(ax))
+    spec = ax.get_subplotspec()
+    if spec is None:
+        return out
+    span, limits = ("rowspan", Axes.get_ylim) if which == "y" else ("colspan", Axes.get_xlim)
+    for other in ax.figure.axes:
+        o = other.get_subplotspec()
+        if (
+            o is not None
+            and o.get_gridspec() is spec.get_gridspec()
+            and getattr(o, span) == getattr(spec, span)
+            and limits(other) == limits(ax)
+        ):
+            out.append(other)
+    return out
+
+
+def labelled(ax: Axes, which: str) -> bool:
+    """The axis, or one aligned with it, has a label or names its ticks."""
+    for other in aligned(ax, which):
+        axis = other.xaxis if which == "x" else other.yaxis
+        if axis.get_label_text() or names_its_ticks(axis):
+            return True
+    return False
+
+
+def check_layout(fig: Figure, n_axes: int) -> None:
+    assert isinstance(fig, Figure)
+    assert len(fig.axes) == n_axes
+    drawn = [ax for ax in fig.axes if plots_data(ax)]
+    assert drawn, "no axes plots anything"
+    suptitle = fig.get_suptitle()
+    for i, ax in enumerate(drawn):
+        assert ax.get_title() or suptitle, f"axes {i} has no title and the figure no suptitle"
+        assert labelled(ax, "x"), f"axes {i} ({ax.get_title()!r}) has no x label"
+        assert labelled(ax, "y"), f"axes {i} ({ax.get_title()!r}) has no y label"
+
+
+def rgba(colour: Any) -> tuple[float, ...]:
+    return tuple(round(c, 6) for c in to_rgba(colour))
+
+
+def colours(ax: Axes) -> set[tuple[float, ...]]:
+    """Every colour the axes draws data in: bar faces, lines, marker collections."""
+    out = {rgba(p.get_facecolor()) for p in ax.patches}
+    out |= {rgba(line.get_color()) for line in ax.lines}
+    for c in ax.collections:
+        out |= {rgba(fc) for fc in c.get_facecolors()}
+    return out
+
+
+def algorithm_colours(ax: Axes) -> set[str]:
+    """The algorithms whose palette colour the axes uses."""
+    used = colours(ax)
+    return {name for name in ALGORITHMS if rgba(PALETTE[name]) in used}
+
+
+def check_labelled_series(ax: Axes) -> int:
+    """Every series named after an algorithm is drawn in that algorithm's colour."""
+    by_label = {LABELS[name]: name for name in ALGORITHMS}
+    seen = 0
+    for container in ax.containers:
+        name = by_label.get(container.get_label())
+        if name is not None:
+            faces = {rgba(p.get_facecolor()) for p in container.patches}
+            assert faces == {rgba(PALETTE[name])}, name
+            seen += 1
+    for line in ax.lines:
+        name = by_label.get(line.get_label())
+        if name is not None:
+            assert rgba(line.get_color()) == rgba(PALETTE[name]), name
+            seen += 1
+    return seen
+
+
+# --- the palette --------------------------------------------------------------------------------
+def test_every_algorithm_and_role_has_its_own_colour_and_every_algorithm_a_name():
+    assert order() == tuple(ALGORITHMS)
+    assert set(PALETTE) == set(ALGORITHMS) | set(ROLE_COLOURS)
+    values = [rgba(PALETTE[name]) for name in PALETTE]
+    assert len(set(values)) == len(values)
+    assert {name: PALETTE[name] for name in ALGORITHMS} == {
+        name: cls.colour for name, cls in ALGORITHMS.items()
+    }
+    assert all(LABELS[name] == cls.label and cls.label for name, cls in ALGORITHMS.items())
+
+
+# --- boundary burst -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def burst_frame() -> pd.DataFrame:
+    frames = [boundary_burst(a, LIMIT, WINDOW_MS / 1000, 0.9, 1.1) for a in ALGORITHMS]
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_boundary_burst_figure(burst_frame):
+    fig = burst_charts.boundary_burst_figure(burst_frame, LIMIT, WINDOW_MS, 0.9, 1.1)
+    algorithms = order()
+    check_layout(fig, 2 * len(algorithms))
+    assert fig.get_suptitle()
+    grid = np.array(fig.axes).reshape(2, len(algorithms))
+    for col, name in enumerate(algorithms):
+        top, bottom = grid[:, col]
+        assert LABELS[name] in top.get_title()
+        assert algorithm_colours(top) == algorithm_colours(bottom) == {name}
+        assert rgba(PALETTE[name]) == rgba(bottom.lines[0].get_color())
+
+
+def test_boundary_burst_figure_shows_only_the_algorithms_in_the_frame(burst_frame):
+    two = list(order()[1:3])
+    part = burst_frame[burst_frame["algorithm"].isin(two)]
+    fig = burst_charts.boundary_burst_figure(part, LIMIT, WINDOW_MS, 0.9, 1.1)
+    check_layout(fig, 4)
+    assert [algorithm_colours(ax) for ax in fig.axes] == [{two[0]}, {two[1]}] * 2
+
+
+# --- accuracy and adversaries -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def accuracy_study() -> tuple[pd.DataFrame, pd.DataFrame]:
+    fams = [
+        Family("steady", "poisson", 4, load=0.5, limit=10, window_ms=5000, duration_ms=30_000),
+        Family("bursty", "on_off", 4, load=2.0, limit=10, window_ms=5000, duration_ms=30_000),
+    ]
+    decisions, _, summary = run_study((f.name, offered(f), f.limit, f.window_ms) for f in fams)
+    return decisions, summary
+
+
+def test_families_figure(accuracy_study):
+    _, summary = accuracy_study
+    fig = accuracy_charts.families_figure(summary)
+    check_layout(fig, 4)
+    for ax in fig.axes:
+        faces = [rgba(p.get_facecolor()) for p in ax.patches]
+        # Cloudflare's published row first, then ours: one bar per row of the summary
+        assert faces == [rgba(PALETTE["exact"])] + [rgba(PALETTE["sliding_counter"])] * len(summary)
+
+
+def test_error_figure(accuracy_study):
+    decisions, _ = accuracy_study
+    fig = accuracy_charts.error_figure(decisions)
+    check_layout(fig, 1)
+    (ax,) = fig.axes
+    steps = [line for line in ax.lines if line.get_label() in {"steady", "bursty"}]
+    assert len(steps) == 2
+
+
+def test_load_sweep_figure():
+    sweep_table = pd.concat(
+        [load_sweep((0.5, 2.0), 4, kind) for kind in ("poisson", "on_off")], ignore_index=True
+    )
+    fig = accuracy_charts.load_sweep_figure(sweep_table)
+    check_layout(fig, 1)
+    (ax,) = fig.axes
+    series = [line for line in ax.lines if not line.get_label().startswith("_")]
+    assert len(series) == 6  # two kinds x three figures
+    assert {rgba(line.get_color()) for line in series} == {rgba(PALETTE["sliding_counter"])}
+
+
+def test_schedule_figure(burst_frame):
+    frames = {a: part for a, part in burst_frame.groupby("algorithm", sort=False)}
+    fig = accuracy_charts.schedule_figure(frames, LIMIT, WINDOW_MS)
+    algorithms = order()
+    check_layout(fig, 2 * len(algorithms))
+    grid = np.array(fig.axes).reshape(2, len(algorithms))
+    for col, name in enumerate(algorithms):
+        top, bottom = grid[:, col]
+        assert top.get_title() == LABELS[name]
+        assert algorithm_colours(top) == algorithm_colours(bottom) == {name}
+
+
+# --- the EchoMQ queue budget --------------------------------------------------------------------
+BASE = replace(qs.basic_scenario(), duration_ms=3000, drain_ms=1000)
+
+
+def test_queue_basic_figure():
+    fig = queue_charts.basic_figure(run_many(sweep(BASE, defer_pad_ms=[0, 1])))
+    check_layout(fig, 3)
+    a, b, c = fig.axes
+    assert algorithm_colours(a) == algorithm_colours(b) == {"echomq"}
+    assert [rgba(p.get_facecolor()) for p in c.patches] == [
+        rgba(PALETTE["echomq"]),
+        rgba(PALETTE["variant"]),
+    ]
+
+
+def test_queue_global_vs_local_figure():
+    scenario = replace(BASE, rooms=(Room("room", 40.0),), defer_pad_ms=1)
+    result = run_many(sweep(scenario, limiter=["server", "local"], workers=[1, 2]))
+    fig = queue_charts.global_vs_local_figure(result)
+    check_layout(fig, 2)
+    for ax in fig.axes:
+        steps = {line.get_label(): rgba(line.get_color()) for line in ax.lines}
+        assert steps[queue_charts.LIMITER_LABELS["server"]] == rgba(PALETTE["echomq"])
+        assert steps[queue_charts.LIMITER_LABELS["local"]] == rgba(PALETTE["local"])
+
+
+def test_queue_fairness_figure():
+    rooms = (Room(qs.FLOOD_ROOM, 20.0), Room("room1", 1.0), Room("room2", 1.0))
+    shared = QueueScenario(
+        rooms,
+        workers=2,
+        max_per_window=9,
+        window_ms=1000,
+        duration_ms=4000,
+        stale_after_ms=1500,
+        drain_ms=1000,
+        defer_pad_ms=1,
+    )
+    result = run_many([shared, replace(shared, design="per_room", max_per_window=3, label="")])
+    fig = queue_charts.fairness_figure(qs.fairness_table(result.jobs))
+    check_layout(fig, 3)
+    for ax in fig.axes:
+        assert colours(ax) == {
+            rgba(PALETTE["shared_queue"]),
+            rgba(PALETTE["per_room"]),
+        }
+        assert not algorithm_colours(ax)
+
+
+def test_queue_crash_figure():
+    scenario = replace(BASE, crash_at_ms=1000, min_defer_ms=100, defer_pad_ms=1, drain_ms=0)
+    fig = queue_charts.crash_figure(run_many(sweep(scenario, limiter=["server", "split"])))
+    check_layout(fig, 1)
+    (ax,) = fig.axes
+    steps = {line.get_label(): rgba(line.get_color()) for line in ax.lines}
+    assert steps[queue_charts.LIMITER_LABELS["server"]] == rgba(PALETTE["echomq"])
+    assert steps[queue_charts.LIMITER_LABELS["split"]] == rgba(PALETTE["split"])
+
+
+# --- memory (from the committed tables) ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def memory_tables() -> dict[str, pd.DataFrame]:
+    return read_tables(DATA_DIR)
+
+
+def test_memory_per_user_figure(memory_tables):
+    per_user = memory_tables["per_user"]
+    fig = memory_charts.per_user_figure(per_user)
+    check_layout(fig, 2)
+    bars_from_the_top = per_user["algorithm"].iloc[::-1].tolist()
+    for ax in fig.axes:
+        faces = [rgba(p.get_facecolor()) for p in ax.patches]
+        assert faces == [rgba(PALETTE[a]) for a in bars_from_the_top]
+
+
+def test_memory_encoding_cliff_figure(memory_tables):
+    fig = memory_charts.encoding_cliff_figure(memory_tables["encoding"])
+    check_layout(fig, 2)
+    for ax in fig.axes:
+        assert algorithm_colours(ax) == {"sliding_log"}
+
+
+def test_memory_bigkey_figure(memory_tables):
+    bigkey = memory_tables["bigkey"]
+    fig = memory_charts.bigkey_figure(bigkey)
+    check_layout(fig, 3)
+    shown = {"sliding_log", "fixed_window", "sliding_counter"} & set(bigkey["algorithm"])
+    for ax in fig.axes:
+        assert check_labelled_series(ax) == len(shown)
+        assert algorithm_colours(ax) == shown
+
+
+# --- replay speed on a server -------------------------------------------------------------------
+def test_replay_speed_figure():
+    figures = pd.DataFrame(
+        {
+            "algorithm": ["fixed_window", "sliding_log"],
+            "one_round_trip_per_s": [9_000.0, 8_000.0],
+            "pipelined_per_s": [90_000.0, 70_000.0],
+            "limits_per_s": [5_000.0, 3_000.0],
+        }
+    )
+    fig = server_charts.replay_speed_figure(figures)
+    check_layout(fig, 1)
+    (ax,) = fig.axes
+    assert check_labelled_series(ax) == 2
+    assert algorithm_colours(ax) == {"fixed_window", "sliding_log"}
+
+
+# --- save ---------------------------------------------------------------------------------------
+def test_save_writes_a_png_and_an_svg_and_the_svg_is_the_same_each_time(burst_frame, tmp_path):
+    fig = burst_charts.boundary_burst_figure(burst_frame, LIMIT, WINDOW_MS, 0.9, 1.1)
+    first = save(fig, "burst", tmp_path / "a" / "b")
+    assert first == [tmp_path / "a" / "b" / "burst.png", tmp_path / "a" / "b" / "burst.svg"]
+    png, svg = (p.read_bytes() for p in first)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
+    assert b"<svg" in svg[:2000] and svg.rstrip().endswith(b"</svg>")
+    again = save(fig, "burst", tmp_path / "c")
+    assert again[1].read_bytes() == svg
+    assert again[0].stat().st_size > 1000
