@@ -31,7 +31,7 @@ __all__ = ["VirtualClock", "FAKEREDIS_VERSION"]
 FAKEREDIS_VERSION = "2.41.0"
 if fakeredis.__version__ != FAKEREDIS_VERSION:  # pragma: no cover - guards the pin
     raise ImportError(
-        f"simulator.clock patches fakeredis internals and needs fakeredis=={FAKEREDIS_VERSION}, "
+        f"simulator.backends.clock patches fakeredis internals and needs fakeredis=={FAKEREDIS_VERSION}, "
         f"found {fakeredis.__version__}"
     )
 

@@ -233,7 +233,7 @@ def lua_agreement(
 def study(
     size: str = "default", seed: int = 0, progress: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Every traffic family of :func:`simulator.families.families` at ``size``, compared."""
+    """Every traffic family of :func:`simulator.studies.families.families` at ``size``, compared."""
     from tqdm import tqdm
 
     from simulator.studies.families import families, offered
