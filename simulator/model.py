@@ -16,12 +16,11 @@ from __future__ import annotations
 import gc
 import hashlib
 import math
-import operator
 import warnings
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from functools import partial
-from itertools import chain, islice
+from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -271,7 +270,7 @@ def _pieces(chunks: Iterable[Requests], size: int, same_ms: bool) -> Iterator[Re
     for positions, t_ms, clients in chunks:
         if not t_ms:
             continue
-        if t_ms[0] < last or any(map(operator.gt, t_ms, islice(t_ms, 1, None))):
+        if t_ms[0] < last or t_ms != sorted(t_ms):  # timsort: one pass over sorted input
             raise ValueError("requests: must come in time order (ties in trace order)")
         last = t_ms[-1]
         for lo, hi in _batches(t_ms, size, same_ms):
