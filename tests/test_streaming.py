@@ -230,3 +230,13 @@ def test_leftover_keys_are_looked_up_a_group_at_a_time():
     assert "2 of the 50 keys used by requests 301 to 400 already exist (e.g. k3-7, k3-9)" in problem
     assert made == [0, 1, 2, 3]  # stopped at the first group that holds one
     assert leftover_keys_in_groups(CountingServer(set()), "redis://x", groups) is None
+
+
+def test_the_benchmark_section_reports_both_paths_with_the_same_output():
+    from simulator.bench_replay import bench_replay_stream
+
+    said: list[str] = []
+    rows = bench_replay_stream(decisions=2, out=said.append)  # 1000 rows per backend
+    assert len(rows) == 8 and all(r["peak_rss_mb"] > 0 for r in rows)  # type: ignore[operator]
+    assert all(r["same_output"] for r in rows if r["path"] == "streaming")
+    assert sum("x, speed " in line for line in said) == 4  # a ratio per backend and order
