@@ -420,13 +420,16 @@ def build_parser() -> argparse.ArgumentParser:
         "replay",
         help="replay a request trace through one algorithm",
         description="Replays TRACE in time order (ties in file order) on the virtual clock and "
-        "writes one CSV row per input row, in input order.",
+        "writes one CSV row per input row, in input order. The trace is streamed: memory stays "
+        "bounded however long it is (what is out of order is sorted in a temporary folder, "
+        "TMPDIR). Client ids are kept byte for byte, also bytes that are not UTF-8.",
     )
     p.add_argument(
         "trace",
         type=Path,
         metavar="TRACE",
-        help="CSV with header t_ms,client (ms, any origin), or an access log with --format clf",
+        help="CSV with header t_ms,client (whole ms, any origin, from 0 to 2^52-1; a decimal "
+        "such as 12.5 is floored), or an access log with --format clf",
     )
     p.add_argument(
         "--algorithm", type=algorithm_name, required=True, help=f"one of: {', '.join(ALGORITHMS)}"
@@ -444,7 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="output CSV (default: standard output), written as the replay goes: if it stops "
-        "early, every decision made so far is in it",
+        "early, every decision made so far is in it. Checked before the run: a missing folder, "
+        "a folder, a file that cannot be written or the trace itself is refused",
     )
     add_backend_options(p)
     p.add_argument(

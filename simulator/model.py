@@ -333,9 +333,19 @@ def replay_requests(
     memory holds one chunk and the pipelines in flight however long the trace is. ``total``
     (the number of requests, if known) only goes into the message of an error.
     """
-    done, watch = _replay_requests(
-        requests, algorithm, limit, window_ms, backend, on_progress, pipeline, on_rows, total
-    )
+    # What is alive before the run (modules, a backend, the caller's data) is moved out of the
+    # cyclic collector's sight: each full collection would scan all of it again, a sixth of a
+    # streamed replay's CPU. The run's own garbage is still collected, so memory stays bounded.
+    frozen = gc.get_freeze_count() == 0
+    if frozen:
+        gc.freeze()
+    try:
+        done, watch = _replay_requests(
+            requests, algorithm, limit, window_ms, backend, on_progress, pipeline, on_rows, total
+        )
+    finally:
+        if frozen:
+            gc.unfreeze()
     if watch is not None and not watch.safe:
         warnings.warn(watch.message("the replay"), ServerClockWarning, stacklevel=2)
     return done
