@@ -251,12 +251,13 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         leftover_keys_in_groups,
         open_backend,
         run_keys,
+        sigterm_interrupts,
         stop_between_pipelines,
     )
     from simulator.tally import ReplayTally
     from simulator.traces import scan_trace
 
-    with tempfile.TemporaryDirectory(prefix="replay-") as workdir:
+    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
             scan = scan_trace(args.trace, args.format, workdir, bar.update)
         if not scan.requests:

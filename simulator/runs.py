@@ -25,6 +25,7 @@ from simulator.output import HEADER, DecisionCsv, OutputError, check_output
 
 __all__ = [
     "open_backend",
+    "sigterm_interrupts",
     "stop_between_pipelines",
     "stop_between_calls",
     "StopFlag",
@@ -44,10 +45,20 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
-def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
-    """The backend for ``spec``, closed (and its own server stopped) however the block ends."""
+def sigterm_interrupts() -> Iterator[None]:
+    """While the block runs, SIGTERM raises the KeyboardInterrupt Ctrl-C raises, so that the
+    way out is taken: servers stopped, temporary files removed."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
+    """The backend for ``spec``, closed (and its own server stopped) however the block ends."""
+    with sigterm_interrupts():
         backend = make_backend(spec)
         try:
             if announce and not backend.virtual_time:
@@ -55,8 +66,6 @@ def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
             yield backend
         finally:
             backend.close()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class StopFlag:

@@ -363,3 +363,31 @@ def test_server_killed_mid_replay_of_a_trace_out_of_order(tmp_path):
         for i, t, c in zip(in_time, first["t_ms"], first["client"], strict=True)
     }
     assert out["allowed"].tolist() == [decided[line - 1] for line in out["line"]]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stopped_replay_leaves_no_temporary_files(tmp_path, sig):
+    """A trace out of order is sorted in runs under TMPDIR; however the run ends, they go."""
+    tmp, trace_csv = tmp_path / "tmp", tmp_path / "trace.csv"
+    tmp.mkdir()
+    ordered = write_trace(tmp_path / "ordered.csv", 400_000)
+    ordered.iloc[::-1].to_csv(trace_csv, index=False)  # newest first: every chunk out of order
+    args = ["replay", str(trace_csv), "--algorithm", "fixed_window", "--limit", "5"]
+    args += ["--window", "1", "--out", str(tmp_path / "out.csv")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator", *args],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(tmp)},
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp.glob("*/run-*")):  # the first sorted run is on disk
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode in (130, 128 + sig) and "interrupted" in stderr, stderr
+    assert "Traceback" not in stderr
+    assert list(tmp.iterdir()) == []
