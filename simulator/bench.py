@@ -4,6 +4,9 @@
 of decisions is made twice on the embedded fakeredis: once as a bare loop of ``EVALSHA`` calls
 (keys and arguments prepared in advance), once through the whole model (SimPy clients, limiter,
 decision log, DataFrame). The ratio is simulator rate / raw rate; the goal is >= 0.9.
+
+``replay-stream`` (:mod:`simulator.bench_replay`): peak memory and speed of the command-line
+replay of a 5,000,000-line trace file, streaming and the old in-memory way side by side.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Callable
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import FakeRedisBackend
 from simulator.bench_clients import bench_clients
+from simulator.bench_replay import bench_replay_stream
 from simulator.bench_servers import bench_servers
 from simulator.model import simulate
 from simulator.scenario import ConstantRate, Scenario
@@ -102,4 +106,5 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "telemetry": bench_telemetry,
     "servers": bench_servers,
     "clients": bench_clients,
+    "replay-stream": bench_replay_stream,
 }

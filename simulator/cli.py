@@ -245,92 +245,125 @@ def cmd_burst(args: argparse.Namespace) -> int:
 
 # --- replay ----------------------------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from simulator.model import replay
-    from simulator.realtime import needs_real_time
-    from simulator.runs import (
-        DecisionCsv,
-        OutputError,
-        check_output,
-        leftover_keys,
-        open_backend,
-        run_keys,
-        stop_between_pipelines,
-    )
-    from simulator.traces import read_trace
+    """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
+    from simulator.runs import OutputError, check_output
+    from simulator.spool import SpoolError
 
     try:
-        check_output(args.out, args.trace)
+        check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
         raise UsageError(str(exc)) from None
-    trace = read_trace(args.trace, args.format)
-    if trace.empty:
-        raise UsageError(f"{args.trace}: the trace holds no requests")
-    t_ms = trace["t_ms"].to_numpy()
-    in_order = bool((t_ms[1:] >= t_ms[:-1]).all())
-    with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
-        _print_time_notes([args.algorithm], backend)
-        span_s = (t_ms.max() - t_ms.min()) / 1000
-        if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
-            raise UsageError(
-                f"{args.algorithm} on {args.backend} runs on real time and this trace spans "
-                f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "
-                "fakeredis, or raise --max-realtime"
-            )
-        window_ms = round(args.window * 1000)
-
-        def keys() -> list[str]:
-            requests = zip(trace["client"].tolist(), t_ms.tolist(), strict=True)
-            return run_keys(args.algorithm, args.limit, window_ms, requests, backend)
-
-        problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
-        if problem is not None:  # refused before the output file is touched
-            raise UsageError(problem)
-        complete = False
-        try:
-            sink = DecisionCsv(args.out, in_order, stop)
-            try:
-                with tqdm(
-                    total=len(trace),
-                    unit="req",
-                    desc=f"replay {args.algorithm}",
-                    disable=None,
-                    file=sys.stderr,
-                ) as bar:
-                    frame = replay(
-                        trace,
-                        args.algorithm,
-                        args.limit,
-                        window_ms,
-                        backend,
-                        on_progress=bar.update,
-                        pipeline=args.pipeline,
-                        on_rows=sink,
-                    )
-                complete = True
-            except (BackendError, ScriptError) as exc:
-                sink.close(complete)
-                said = f"{exc}; the {sink.written} decisions made are in {sink.where}"
-                raise type(exc)(said) from exc
-            finally:
-                sink.close(complete)
-        except OutputError as exc:  # a full disk: what was written whole stays
-            raise UsageError(str(exc)) from None
-    refused = frame[~frame["allowed"]]
+    bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
+    try:
+        done, tally = _replay_through_files(args, bar_options)
+    except SpoolError as exc:  # the temporary folder is full
+        raise UsageError(str(exc)) from None
     print(
-        f"{args.algorithm}: {len(frame) - len(refused)} of {len(frame)} admitted, "
-        f"{len(refused)} refused, {refused['client'].nunique()} of {frame['client'].nunique()} "
-        f"clients refused at least once" + (f"; wrote {args.out}" if args.out else ""),
+        tally.summary(args.algorithm) + (f"; wrote {args.out}" if args.out else ""),
         file=sys.stderr,
     )
-    if frame.attrs.get("server_clock_safe") is False:
+    if not done.server_clock_safe:
         print(
             f"warning: {args.algorithm} on {args.backend}: the replay ran slower than real "
             "time over less than a window; server-side expiry may have changed decisions",
             file=sys.stderr,
         )
     return 0
+
+
+def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any]) -> tuple[Any, Any]:
+    """The replay itself: trace file in, decision CSV out, a temporary folder for the sorts.
+
+    The trace is read twice: once to check every line, count the requests and sort those out
+    of order into runs in the folder; once more, merged with those runs, while it is replayed.
+    Returns what :func:`~simulator.model.replay_requests` did and the summary's tally.
+    """
+    import tempfile
+    from collections.abc import Iterator
+
+    from tqdm import tqdm
+
+    from simulator.model import replay_requests
+    from simulator.realtime import needs_real_time
+    from simulator.runs import (
+        DecisionCsv,
+        KeyGroup,
+        OutputError,
+        leftover_keys_in_groups,
+        open_backend,
+        run_keys,
+        sigterm_interrupts,
+        stop_between_pipelines,
+    )
+    from simulator.tally import ReplayTally
+    from simulator.traces import scan_trace
+
+    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
+        with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
+            scan = scan_trace(args.trace, args.format, workdir, bar.update)
+        if not scan.requests:
+            raise UsageError(f"{args.trace}: the trace holds no requests")
+        with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
+            _print_time_notes([args.algorithm], backend)
+            span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
+            if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
+                raise UsageError(
+                    f"{args.algorithm} on {args.backend} runs on real time and this trace spans "
+                    f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "
+                    "fakeredis, or raise --max-realtime"
+                )
+            window_ms = round(args.window * 1000)
+
+            def key_groups() -> Iterator[KeyGroup]:
+                # A long trace's keys are looked up a slice of it at a time, never all at once.
+                for part in scan.in_file_order(131_072):
+                    first, last = part.positions[0] + 1, part.positions[-1] + 1
+                    whole = first == 1 and last == scan.requests
+                    which = None if whole else f"requests {first:,} to {last:,} of the trace"
+                    requests = zip(part.clients, part.t_ms, strict=True)
+                    yield which, run_keys(args.algorithm, args.limit, window_ms, requests, backend)
+
+            problem = (
+                None
+                if args.reuse_keys
+                else leftover_keys_in_groups(backend, args.backend, key_groups)
+            )
+            if problem is not None:  # refused before the output file is touched
+                raise UsageError(problem)
+            tally = ReplayTally()
+            complete = False
+            try:
+                sink = DecisionCsv(args.out, scan.in_order, stop, workdir)
+
+                def on_rows(rows: list[Any]) -> None:
+                    tally(rows)
+                    sink(rows)
+
+                try:
+                    with tqdm(
+                        total=scan.requests, desc=f"replay {args.algorithm}", **bar_options
+                    ) as bar:
+                        done = replay_requests(
+                            scan.in_time_order(),
+                            args.algorithm,
+                            args.limit,
+                            window_ms,
+                            backend,
+                            on_progress=bar.update,
+                            pipeline=args.pipeline,
+                            on_rows=on_rows,
+                            total=scan.requests,
+                        )
+                    complete = True
+                except (BackendError, ScriptError) as exc:
+                    sink.close(complete)
+                    said = f"{exc}; the {sink.written} decisions made are in {sink.where}"
+                    raise type(exc)(said) from exc
+                finally:
+                    sink.close(complete)
+            except OutputError as exc:  # a full disk: what was written whole stays
+                raise UsageError(str(exc)) from None
+    return done, tally
 
 
 # --- charts ----------------------------------------------------------------------------------
@@ -411,13 +444,16 @@ def build_parser() -> argparse.ArgumentParser:
         "replay",
         help="replay a request trace through one algorithm",
         description="Replays TRACE in time order (ties in file order) on the virtual clock and "
-        "writes one CSV row per input row, in input order.",
+        "writes one CSV row per input row, in input order. The trace is streamed: memory stays "
+        "bounded however long it is (what is out of order is sorted in a temporary folder, "
+        "TMPDIR). Client ids are kept byte for byte, also bytes that are not UTF-8.",
     )
     p.add_argument(
         "trace",
         type=Path,
         metavar="TRACE",
-        help="CSV with header t_ms,client (ms, any origin), or an access log with --format clf",
+        help="CSV with header t_ms,client (whole ms, any origin, from 0 to 2^52-1; a decimal "
+        "such as 12.5 is floored), or an access log with --format clf",
     )
     p.add_argument(
         "--algorithm", type=algorithm_name, required=True, help=f"one of: {', '.join(ALGORITHMS)}"
@@ -435,7 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="output CSV (default: standard output), written as the replay goes: if it stops "
-        "early, every decision made so far is in it",
+        "early, every decision made so far is in it. Checked before the run: a missing folder, "
+        "a folder, a file that cannot be written or the trace itself is refused",
     )
     add_backend_options(p)
     p.add_argument(

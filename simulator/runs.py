@@ -14,24 +14,19 @@ any key the run will touch already exists.
 from __future__ import annotations
 
 import contextlib
-import csv
-import errno
-import io
-import os
 import signal
-import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, make_backend
 from simulator.backends.specs import redact
-from simulator.model import Row
+from simulator.output import HEADER, DecisionCsv, OutputError, check_output
 
 __all__ = [
     "open_backend",
+    "sigterm_interrupts",
     "stop_between_pipelines",
     "stop_between_calls",
     "StopFlag",
@@ -41,20 +36,9 @@ __all__ = [
     "HEADER",
     "run_keys",
     "leftover_keys",
+    "leftover_keys_in_groups",
+    "KeyGroup",
 ]
-
-#: Columns of the replay output; ``line`` is the request's row in the input (from 1).
-HEADER = (
-    "line",
-    "t_ms",
-    "client",
-    "allowed",
-    "count",
-    "limit",
-    "remaining",
-    "reset_ms",
-    "retry_after_ms",
-)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -62,10 +46,20 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
-def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
-    """The backend for ``spec``, closed (and its own server stopped) however the block ends."""
+def sigterm_interrupts() -> Iterator[None]:
+    """While the block runs, SIGTERM raises the KeyboardInterrupt Ctrl-C raises, so that the
+    way out is taken: servers stopped, temporary files removed."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
+    """The backend for ``spec``, closed (and its own server stopped) however the block ends."""
+    with sigterm_interrupts():
         backend = make_backend(spec)
         try:
             if announce and not backend.virtual_time:
@@ -73,8 +67,6 @@ def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
             yield backend
         finally:
             backend.close()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class StopFlag:
@@ -162,162 +154,39 @@ def run_keys(
     return list(dict.fromkeys(k for c, t in dict.fromkeys(requests) for k in keys(c, t)))
 
 
+#: Keys looked up in one go: which requests they are for (None: all of the run's), the keys.
+KeyGroup = tuple[str | None, list[str]]
+
+
 def leftover_keys(backend: Backend, spec: str, keys: Callable[[], list[str]]) -> str | None:
     """Why the run must not start on ``backend`` (keys it will use exist already), or None.
 
     Only a server the program did not start can hold them (a started one is fresh), so only
     there are the ``keys`` listed and looked up.
     """
+    return leftover_keys_in_groups(backend, spec, lambda: [(None, keys())])
+
+
+def leftover_keys_in_groups(
+    backend: Backend, spec: str, groups: Callable[[], Iterable[KeyGroup]]
+) -> str | None:
+    """:func:`leftover_keys` for a run too long to list all its keys at once.
+
+    The groups (e.g. the keys of each 131,072 requests of a trace) are made and looked up one
+    after another; the first that holds a key that exists already stops the check, and the
+    message counts the keys of that group.
+    """
     if backend.virtual_time or backend.owned is not None:
         return None
-    wanted = keys()
-    found, examples = backend.existing(wanted) if wanted else (0, [])
-    if not found:
-        return None
-    return (
-        f"backend {redact(spec)}: {found} of the {len(wanted)} keys this run uses already exist "
-        f"(e.g. {', '.join(examples)}) - left by an earlier run or another program, their "
-        "contents would change the decisions. Use an empty database (e.g. redis://HOST:PORT/15), "
-        "delete them (e.g. redis-cli --scan --pattern 'rl:*' | xargs redis-cli unlink), or "
-        "pass --reuse-keys to run on them as they are"
-    )
-
-
-class OutputError(ValueError):
-    """The replay's output cannot be written (or must not be); the message names the file."""
-
-
-def check_output(out: Path | None, trace: Path) -> None:
-    """Refuse an ``--out`` that cannot be written, before anything is computed.
-
-    The file is only looked at, never truncated: a refused run leaves it as it was (a file that
-    does not exist yet is created to see that it can be, and removed again).
-    """
-    if out is None or str(out) == "-":
-        return
-    where = f"--out {out}"
-    try:
-        same = os.path.samefile(out, trace)  # the same inode: also through a link
-    except OSError:
-        same = False
-    if same:
-        raise OutputError(
-            f"{where}: is the trace itself ({trace}); the replay would overwrite the "
-            "requests it reads - choose another file"
-        )
-    if out.is_dir():
-        raise OutputError(f"{where}: is a folder; name a file (e.g. {out / 'decisions.csv'})")
-    if not out.parent.is_dir():
-        raise OutputError(f"{where}: the folder {out.parent} does not exist")
-    try:
-        if out.is_file():
-            os.close(os.open(out, os.O_WRONLY))  # no O_TRUNC: the file stays as it is
-        elif not out.exists():
-            os.close(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            out.unlink()
-    except OSError as exc:
-        raise OutputError(f"{where}: cannot be written ({exc.strerror})") from None
-
-
-class DecisionCsv:
-    """The replay's CSV, written while the replay runs.
-
-    Rows arrive in decision order (time order, ties in input order). When that is also the
-    input order they are written at once; otherwise they are kept and written in input order at
-    the end - or, if the run fails, in decision order right away, so that no decision made is
-    lost.
-
-    Each pipeline's rows are formatted in memory and written in one go. Client ids keep the
-    bytes they were read with (undecodable ones as lone surrogates) and are encoded with the
-    same error handler, so they come out as the very bytes that came in. If a write fails (a
-    full disk), the file is cut back to the rows written whole before and the run stops with an
-    :class:`OutputError`.
-    """
-
-    def __init__(
-        self, out: Path | None, in_input_order: bool, stop: StopFlag | None = None
-    ) -> None:
-        self.stop = stop
-        self.path = None if out is None or str(out) == "-" else out
-        self.where = "standard output" if self.path is None else str(self.path)
-        if self.path is None:
-            sys.stdout.flush()  # what the program printed before goes first
-            self._fd = sys.stdout.fileno()
-        else:
-            try:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-            except OSError as exc:
-                raise OutputError(
-                    f"--out {self.path}: cannot be written ({exc.strerror})"
-                ) from None
-        self._regular = stat.S_ISREG(os.fstat(self._fd).st_mode)
-        self._text = io.StringIO()
-        self._csv = csv.writer(self._text, lineterminator="\n")
-        self._eager = in_input_order
-        self._kept: list[Row] = []
-        self._good_bytes = 0  # the file's size after the last complete write
-        self._broken = False
-        self.written = 0
-        self._csv.writerow(HEADER)
-        self._flush(0)
-
-    def _flush(self, rows: int) -> None:
-        data = memoryview(self._text.getvalue().encode("utf-8", "surrogateescape"))
-        self._text.seek(0)
-        self._text.truncate()
-        try:
-            while data:
-                data = data[os.write(self._fd, data) :]
-        except BrokenPipeError:
-            if self.path is not None:
-                raise self._failed(OSError(errno.EPIPE, os.strerror(errno.EPIPE))) from None
-            # The reader of standard output has gone (``| head``): stop quietly, as Unix tools do.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            raise SystemExit(141) from None
-        except OSError as exc:
-            raise self._failed(exc) from None
-        self._good_bytes = os.lseek(self._fd, 0, os.SEEK_CUR) if self._regular else 0
-        self.written += rows
-
-    def _failed(self, exc: OSError) -> OutputError:
-        """Cut the file back to its whole rows; the error to stop the run with."""
-        self._broken = True
-        if self._regular:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, self._good_bytes)
-        return OutputError(
-            f"--out {self.where}: cannot be written ({exc.strerror}); the replay stopped, "
-            f"and the {self.written} decisions written before are in it"
-        )
-
-    def _write(self, rows: list[Row], per_write: int = 1000) -> None:
-        writerow = self._csv.writerow
-        for start in range(0, len(rows), per_write):
-            part = rows[start : start + per_write]
-            for position, client, t_ms, d in part:
-                retry = "" if d.allowed else d.retry_after_ms
-                writerow(
-                    (position + 1, t_ms, client, int(d.allowed), float(d.count), d.limit)
-                    + (d.remaining, d.reset_ms, retry)
-                )
-            self._flush(len(part))
-
-    def __call__(self, rows: list[Row]) -> None:
-        if self._eager:
-            self._write(rows)
-        else:
-            self._kept.extend(rows)
-        if self.stop is not None:
-            self.stop.check()
-
-    def close(self, complete: bool) -> None:
-        """Write what is kept (in input order if the run is ``complete``) and close the file."""
-        try:
-            if self._kept and not self._broken:
-                kept, self._kept = self._kept, []
-                self._write(sorted(kept) if complete else kept)
-        finally:
-            if self.path is not None and self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+    for which, wanted in groups():
+        found, examples = backend.existing(wanted) if wanted else (0, [])
+        if found:
+            whose = "this run uses" if which is None else f"used by {which}"
+            return (
+                f"backend {redact(spec)}: {found} of the {len(wanted)} keys {whose} already exist "
+                f"(e.g. {', '.join(examples)}) - left by an earlier run or another program, "
+                "their contents would change the decisions. Use an empty database (e.g. "
+                "redis://HOST:PORT/15), delete them (e.g. redis-cli --scan --pattern 'rl:*' | "
+                "xargs redis-cli unlink), or pass --reuse-keys to run on them as they are"
+            )
+    return None

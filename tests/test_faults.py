@@ -335,3 +335,85 @@ def test_cluster_node_killed_mid_replay(tmp_path):
     ]
     assert out["allowed"].tolist() == [expected[line - 1] for line in out["line"]]
     assert all(pid_gone(pid) for pid in pids)
+
+
+def test_server_killed_mid_replay_of_a_trace_out_of_order(tmp_path):
+    """Out of order, the decisions are sorted back into input order on disk as they are made;
+    when the server dies, every decision made so far still reaches the output, in input order."""
+    trace_csv, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
+    ordered = write_trace(tmp_path / "ordered.csv", 400_000)
+    rng = np.random.default_rng(4)
+    shuffled = ordered.iloc[np.argsort(ordered["t_ms"] + rng.integers(0, 500, len(ordered)))]
+    shuffled.to_csv(trace_csv, index=False)
+    args = ["replay", str(trace_csv), "--algorithm", "sliding_log", "--limit", str(LIMIT)]
+    args += ["--window", str(WINDOW_S), "--backend", "valkey", "--out", str(out_csv)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator", *args],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "TQDM_DISABLE": "1"},
+    )
+    assert proc.stderr is not None
+    status = proc.stderr.readline()
+    match = re.match(r"backend valkey: valkey-server pid (\d+) on .* and (\S+), password", status)
+    assert match, status
+    pid, socket_path = int(match.group(1)), match.group(2)
+    client = redis.Redis(unix_socket_path=socket_path, password=password_beside(socket_path))
+
+    def evalsha_calls() -> int:
+        return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+    # The replay is under way: with two pipelines of 1000 calls in flight, a server that has run
+    # 5000 calls has had the first pipelines' replies read (the output fills only at the end).
+    wait_until(
+        lambda: still_running(proc, "the replay began") and evalsha_calls() >= 5000,
+        "5000 script calls run on the server",
+        timeout_s=120,
+    )
+    client.close()
+    os.kill(pid, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in stderr, stderr
+    done = int(re.search(r"after (\d+) of 400000 decisions", stderr).group(1))
+    assert f"the {done} decisions made are in {out_csv}" in stderr
+    out = pd.read_csv(out_csv)
+    assert len(out) == done > 0
+    in_time = np.argsort(shuffled["t_ms"].to_numpy(), kind="stable")[:done]  # what was decided
+    assert out["line"].tolist() == sorted(in_time + 1)  # all of it, in input order
+    ref = REFERENCES["sliding_log"](LIMIT, WINDOW_S * 1000)
+    first = shuffled.iloc[in_time]
+    decided = {
+        i: int(ref.decide(c, t).allowed)
+        for i, t, c in zip(in_time, first["t_ms"], first["client"], strict=True)
+    }
+    assert out["allowed"].tolist() == [decided[line - 1] for line in out["line"]]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stopped_replay_leaves_no_temporary_files(tmp_path, sig):
+    """A trace out of order is sorted in runs under TMPDIR; however the run ends, they go."""
+    tmp, trace_csv = tmp_path / "tmp", tmp_path / "trace.csv"
+    tmp.mkdir()
+    ordered = write_trace(tmp_path / "ordered.csv", 400_000)
+    ordered.iloc[::-1].to_csv(trace_csv, index=False)  # newest first: every chunk out of order
+    args = ["replay", str(trace_csv), "--algorithm", "fixed_window", "--limit", "5"]
+    args += ["--window", "1", "--out", str(tmp_path / "out.csv")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator", *args],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(tmp)},
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp.glob("*/run-*")):  # the first sorted run is on disk
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode in (130, 128 + sig) and "interrupted" in stderr, stderr
+    assert "Traceback" not in stderr
+    assert list(tmp.iterdir()) == []

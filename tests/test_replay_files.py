@@ -278,19 +278,21 @@ def test_a_full_disk_stops_the_replay_with_a_message():
     assert "No space left on device" in errors[0]
 
 
-def test_a_disk_that_fills_up_keeps_every_complete_row_written(tmp_path):
-    """The file may grow to 256 KiB only (as on a nearly full disk): the rows before stay whole."""
-    trace = ROOT / "data" / "traces" / "apache_combined_sample.log"
-    out_csv = tmp_path / "out.csv"
+@pytest.mark.parametrize("in_order", [True, False], ids=["in-order", "out-of-order"])
+def test_a_disk_that_fills_up_keeps_every_complete_row_written(tmp_path, in_order):
+    """The file may grow to 64 KiB only (as on a nearly full disk): the rows before stay whole."""
+    trace, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
+    t_ms = range(4000) if in_order else [(i * 7919) % 4000 for i in range(4000)]
+    trace.write_text("t_ms,client\n" + "".join(f"{t},client-{t % 97}\n" for t in t_ms))
     full = ["--out", str(tmp_path / "full.csv")]
-    assert run("replay", trace, "--format", "clf", *FW, *full).returncode == 0
+    assert run("replay", trace, *FW, *full).returncode == 0
     expected = (tmp_path / "full.csv").read_bytes().splitlines(keepends=True)
 
     def small_disk() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed program
-        resource.setrlimit(resource.RLIMIT_FSIZE, (262_144, 262_144))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
 
-    args = ["replay", str(trace), "--format", "clf", *FW, "--out", str(out_csv)]
+    args = ["replay", str(trace), *FW, "--out", str(out_csv)]
     done = subprocess.run(
         [sys.executable, "-m", "simulator", *args],
         capture_output=True,
@@ -305,3 +307,4 @@ def test_a_disk_that_fills_up_keeps_every_complete_row_written(tmp_path):
     got = out_csv.read_bytes().splitlines(keepends=True)
     assert 0 < written == len(got) - 1  # the header and every row whole, none cut in half
     assert got == expected[: len(got)]
+    assert len(b"".join(got)) <= 65536 < len(b"".join(expected))

@@ -1,0 +1,206 @@
+"""Sorting more rows than memory holds: sorted runs on disk, merged a block at a time.
+
+A replay puts a trace in time order and its decisions back in input order. An access log of fifty
+million lines does not fit in memory as Python objects, so both sorts are external: rows come in,
+every :data:`RUN_ROWS` of them are sorted and written to a temporary file (a *run*) in pickled
+blocks of :data:`BLOCK_ROWS`, and :meth:`Spool.merged` hands them all back in order.
+
+The merge works on blocks, not rows: it holds one block of each run, takes from all of them
+every row up to the smallest of their last keys (all of those rows are final: no run can hold a
+smaller one later), sorts that slice with numpy and hands it out. Memory stays at about one block
+per run; when there are more than :data:`FAN_IN` runs, the first ones are merged into a bigger
+run first, so that stays bounded too, however many rows there are.
+
+Each row has two integer keys, ``major`` then ``minor``, unique together (a request's time and its
+position in the trace; a decision's position twice), and an item of any picklable kind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import pickle
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["Block", "Spool", "SpoolError", "merge_blocks", "RUN_ROWS", "BLOCK_ROWS", "FAN_IN"]
+
+#: Rows sorted in memory before they are written out as one run.
+RUN_ROWS = 262_144
+#: Rows per pickled block (what the merge holds of each run).
+BLOCK_ROWS = 4096
+#: Runs merged at once.
+FAN_IN = 32
+
+
+class SpoolError(RuntimeError):
+    """A run could not be written or read back (a full disk); the message names the folder."""
+
+
+class Block(NamedTuple):
+    """Rows in key order: ``major`` and ``minor`` int64 arrays and one item per row."""
+
+    major: np.ndarray
+    minor: np.ndarray
+    items: list[Any]
+
+    def __len__(self) -> int:  # type: ignore[override]  # rows, not fields
+        return len(self.items)
+
+    def rows(self, start: int, stop: int | None = None) -> Block:
+        return Block(self.major[start:stop], self.minor[start:stop], self.items[start:stop])
+
+
+def _sorted(major: np.ndarray, minor: np.ndarray, items: list[Any]) -> Block:
+    order = np.lexsort((minor, major))
+    return Block(major[order], minor[order], list(map(items.__getitem__, order.tolist())))
+
+
+def _rows_up_to(block: Block, major: int, minor: int) -> int:
+    """How many rows of ``block`` have keys ``<= (major, minor)``."""
+    lo = int(np.searchsorted(block.major, major, "left"))
+    hi = int(np.searchsorted(block.major, major, "right"))
+    return lo + int(np.searchsorted(block.minor[lo:hi], minor, "right"))
+
+
+def merge_blocks(sources: Iterable[Iterable[Block]]) -> Iterator[Block]:
+    """The rows of several sorted block streams as one sorted block stream."""
+    heads: list[tuple[Block, Iterator[Block]]] = []
+    for source in sources:
+        blocks = (b for b in source if len(b))
+        first = next(blocks, None)
+        if first is not None:
+            heads.append((first, blocks))
+    while len(heads) > 1:
+        # Every row up to the smallest last key is final: no stream can still hold a smaller one.
+        last = min((int(b.major[-1]), int(b.minor[-1])) for b, _ in heads)
+        taken: list[Block] = []
+        following: list[tuple[Block, Iterator[Block]]] = []
+        for block, rest in heads:
+            n = _rows_up_to(block, *last)
+            if n:
+                taken.append(block.rows(0, n))
+            if n < len(block):
+                following.append((block.rows(n), rest))
+            else:
+                refill = next(rest, None)
+                if refill is not None:
+                    following.append((refill, rest))
+        heads = following
+        yield _sorted(
+            np.concatenate([b.major for b in taken]),
+            np.concatenate([b.minor for b in taken]),
+            list(itertools.chain.from_iterable(b.items for b in taken)),
+        )
+    if heads:
+        block, rest = heads[0]
+        yield block
+        yield from rest
+
+
+def _read_run(path: Path) -> Iterator[Block]:
+    try:
+        with path.open("rb") as fh:
+            while True:
+                try:
+                    block = pickle.load(fh)
+                except EOFError:
+                    return
+                yield block
+    except OSError as exc:
+        raise SpoolError(f"temporary file {path}: cannot be read back ({exc.strerror})") from None
+
+
+class Spool:
+    """Rows added in any order, handed back sorted by (major, minor); temp files in ``directory``."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        run_rows: int | None = None,
+        block_rows: int | None = None,
+        fan_in: int | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self.run_rows = run_rows or RUN_ROWS
+        self.block_rows = block_rows or BLOCK_ROWS
+        self.fan_in = max(2, fan_in or FAN_IN)
+        self._runs: list[Path] = []
+        self._major: list[int] = []
+        self._minor: list[int] = []
+        self._items: list[Any] = []
+        self._made = 0  # run files made, for their names
+        self.rows = 0
+
+    def add(self, major: Sequence[int], minor: Sequence[int], items: Sequence[Any]) -> None:
+        self._major += major
+        self._minor += minor
+        self._items += items
+        self.rows += len(items)
+        if len(self._items) >= self.run_rows:
+            self._spill()
+
+    def _new_run(self, blocks: Iterable[Block]) -> Path:
+        self._made += 1
+        path = self.directory / f"run-{id(self):x}-{self._made}.pickle"
+        try:
+            with path.open("wb") as fh:
+                for block in blocks:
+                    for start in range(0, len(block), self.block_rows):
+                        piece = block.rows(start, start + self.block_rows)
+                        pickle.dump(piece, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise SpoolError(
+                f"temporary files in {self.directory}: cannot be written ({exc.strerror}); "
+                "make room there, or point TMPDIR to a folder that has some"
+            ) from None
+        return path
+
+    def _sorted_buffer(self) -> Block:
+        block = _sorted(
+            np.array(self._major, dtype="int64"), np.array(self._minor, dtype="int64"), self._items
+        )
+        self._major, self._minor, self._items = [], [], []
+        return block
+
+    def _spill(self) -> None:
+        if self._items:
+            self._runs.append(self._new_run([self._sorted_buffer()]))
+
+    def merged(self, *also: Iterable[Block]) -> Iterator[Block]:
+        """Every row added (and those of the sorted streams ``also``), in key order, once."""
+        if not self._runs:  # it all fits in memory: no file at all
+            if self._items:
+                sources = [*also, [self._sorted_buffer()]]
+            else:
+                sources = list(also)
+            yield from merge_blocks(sources)
+            return
+        self._spill()
+        if len(also) >= self.fan_in:
+            raise ValueError(f"also: at most {self.fan_in - 1} streams, got {len(also)}")
+        while len(self._runs) + len(also) > self.fan_in:  # bounded: at most fan_in at once
+            first, self._runs = self._runs[: self.fan_in], self._runs[self.fan_in :]
+            self._runs.append(self._new_run(merge_blocks([_read_run(p) for p in first])))
+            for path in first:
+                path.unlink()
+        yield from merge_blocks([*also, *(_read_run(p) for p in self._runs)])
+
+    def close(self) -> None:
+        """Remove the run files (the directory is the caller's)."""
+        for path in self._runs:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        self._runs = []
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
