@@ -70,8 +70,8 @@ _IN_MEMORY = (
     + """
 import sys
 from simulator.model import replay
-from simulator.output import DecisionCsv
-from simulator.runs import open_backend
+from simulator.cli.output import DecisionCsv
+from simulator.cli.runs import open_backend
 from simulator.traces import read_trace
 path, spec, out = sys.argv[1:4]
 trace = read_trace(path)

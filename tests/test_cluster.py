@@ -22,9 +22,9 @@ from test_real_servers import DECISION, STRETCH, no_server_left_behind, random_t
 from simulator.algorithms import ALGORITHMS, EchoMQ
 from simulator.backends import BackendError, ClusterBackend, ScriptError
 from simulator.backends.embedded import EmbeddedCluster
+from simulator.cli.runs import leftover_keys, run_keys
 from simulator.model import replay
 from simulator.realtime import SERVER_TIME_FREE
-from simulator.runs import leftover_keys, run_keys
 from simulator.scripts import load
 
 TRICKY = ["", "{", "}", "{}", "a}b{c", ":", "user:1", "a b", "ünï©ødé", "🙂", "%", "%25", "{x}"]

@@ -29,9 +29,9 @@ from simulator.algorithms import REFERENCES
 from simulator.backends import Backend, BackendError, RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.cli import main
+from simulator.cli.runs import stop_between_calls
 from simulator.clients import register_process
 from simulator.model import simulate
-from simulator.runs import stop_between_calls
 from simulator.scenario import ClientSpec, ConstantRate, Scenario
 from simulator.scripts import load
 

@@ -71,7 +71,7 @@ def forever(monkeypatch):
 
 
 def test_it_is_in_the_cli_choices_and_help(forever, capsys):
-    assert cli.algorithm_name("forever") == "forever"
+    assert cli.args.algorithm_name("forever") == "forever"
     with pytest.raises(SystemExit):
         cli.main(["replay", "--help"])
     assert "forever" in capsys.readouterr().out

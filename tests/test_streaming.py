@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator import output, spool, traces
-from simulator.cli import main
+from simulator import spool, traces
+from simulator.cli import main, output
+from simulator.cli.runs import HEADER, leftover_keys_in_groups
+from simulator.cli.tally import Distinct, ReplayTally
 from simulator.model import replay
-from simulator.runs import HEADER, leftover_keys_in_groups
 from simulator.spool import Spool, merge_blocks
-from simulator.tally import Distinct, ReplayTally
 from simulator.traces import TraceError, iter_trace, read_trace, scan_trace
 
 ODD_IDS = ["a,b", "line\nbreak", '"quoted"', "\udcff", "x\udcfe", "ünï", "", " sp "]

@@ -1,7 +1,7 @@
 """Charts of the accuracy study and the adversaries.
 
 Figures take the frames made by :mod:`simulator.studies.accuracy` and
-:mod:`simulator.studies.adversary` and lay them out; :func:`simulator.jobs.accuracy` runs both
+:mod:`simulator.studies.adversary` and lay them out; :func:`simulator.cli.jobs.accuracy` runs both
 studies (reduced by default, full size with ``--full``) and writes the figures and tables.
 """
 

@@ -3,7 +3,7 @@
 Colours come from :data:`simulator.charts.PALETTE`: the server counter is EchoMQ's orange; the
 in-process counters, the split commands and the two queue designs have colours of their own that
 no algorithm uses.
-The ``charts`` job that runs the studies and writes the files is :func:`simulator.jobs.queue`.
+The ``charts`` job that runs the studies and writes the files is :func:`simulator.cli.jobs.queue`.
 """
 
 from __future__ import annotations

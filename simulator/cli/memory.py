@@ -18,7 +18,7 @@ import pandas as pd
 import redis
 
 from simulator.backends import BackendError, RedisBackend
-from simulator.cli import UsageError, positive_float, positive_int
+from simulator.cli.args import UsageError, positive_float, positive_int
 from simulator.studies import bigkey, memory
 
 __all__ = ["register", "cmd_memory", "table_tag"]

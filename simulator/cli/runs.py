@@ -22,7 +22,7 @@ from typing import Any
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, make_backend
 from simulator.backends.specs import redact
-from simulator.output import HEADER, DecisionCsv, OutputError, check_output
+from simulator.cli.output import HEADER, DecisionCsv, OutputError, check_output
 
 __all__ = [
     "open_backend",

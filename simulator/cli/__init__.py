@@ -1,0 +1,68 @@
+"""Command line: ``python -m simulator {burst,replay,charts,memory,bench} ...``.
+
+Each command is a module here with a ``register(subparsers)`` and its ``cmd_*``; :data:`COMMANDS`
+lists them. Bad input (an unknown algorithm, a limit of 0, a malformed trace line) gets one message
+naming the field or line and exit status 2, never a traceback; a server that fails, exit status 1;
+Ctrl-C or SIGTERM, one line and 128 + the signal's number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from simulator.backends import BackendError, ScriptError
+from simulator.cli import bench, burst, charts, memory, replay
+from simulator.cli.args import UsageError
+from simulator.scenario import ConfigError
+from simulator.traces import TraceError
+
+__all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
+
+#: The subcommands, in the order ``--help`` lists them.
+COMMANDS = (burst, replay, charts, memory, bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m simulator",
+        description="Rate-limit window workbench: real Lua limiters on a SimPy virtual clock.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")  # charts are files here, never windows
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # SIGTERM (a job runner, `kill`) takes the same way out as Ctrl-C: servers stopped, files
+    # closed, one message. Commands that must finish a call first install their own handler.
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, ConfigError, TraceError) as exc:
+        print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (BackendError, ScriptError) as exc:
+        print(f"{parser.prog} {args.command}: failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        signum = signal.SIGTERM if str(exc) == f"signal {int(signal.SIGTERM)}" else signal.SIGINT
+        print(
+            f"{parser.prog} {args.command}: interrupted ({signal.Signals(signum).name})",
+            file=sys.stderr,
+        )
+        return 128 + signum
+    finally:
+        signal.signal(signal.SIGTERM, previous)

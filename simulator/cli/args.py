@@ -1,0 +1,180 @@
+"""Argument types and shared options of the command line, with their units in ``--help``.
+
+Each type turns one option's text into a value or raises ``ArgumentTypeError`` naming the bound,
+so argparse answers with one line naming the option and exit status 2 before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from simulator.algorithms import ALGORITHMS
+from simulator.scenario import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS
+
+__all__ = [
+    "UsageError",
+    "positive_int",
+    "limit_count",
+    "positive_float",
+    "nonneg_float",
+    "window_seconds",
+    "second_of_run",
+    "algorithm_name",
+    "add_limit_options",
+    "backend_spec",
+    "add_backend_options",
+    "print_time_notes",
+]
+
+
+class UsageError(Exception):
+    """Bad input from the command line; exit status 2."""
+
+
+def positive_int(text: str) -> int:
+    return _integer(text, 1, None)
+
+
+def _integer(text: str, minimum: int, maximum: int | None) -> int:
+    wanted = (
+        f"an integer >= {minimum}"
+        if maximum is None
+        else f"an integer from {minimum} to {maximum:,}"
+    )
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+    return value
+
+
+def limit_count(text: str) -> int:
+    """A limit per window: 1 to MAX_LIMIT (scripts count in Lua numbers, exact below 2^53)."""
+    return _integer(text, 1, MAX_LIMIT)
+
+
+def _number(text: str, minimum: float, inclusive: bool, maximum: float | None = None) -> float:
+    wanted = f"a number {'>=' if inclusive else '>'} {minimum:g}"
+    if maximum is not None:
+        wanted += f" and <= {maximum:,.0f}"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+    if (
+        not math.isfinite(value)
+        or value < minimum
+        or (value == minimum and not inclusive)
+        or (maximum is not None and value > maximum)
+    ):
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    return _number(text, 0, inclusive=False)
+
+
+def nonneg_float(text: str) -> float:
+    return _number(text, 0, inclusive=True)
+
+
+def window_seconds(text: str) -> float:
+    """A window in seconds that is a whole number of milliseconds from 1 ms to MAX_WINDOW_MS."""
+    seconds = _number(text, 0, inclusive=False, maximum=MAX_WINDOW_MS / 1000)
+    if round(seconds * 1000) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 0.001 (one millisecond: scripts count whole ms), got {text!r}"
+        )
+    return seconds
+
+
+def second_of_run(text: str) -> float:
+    """A time in the run, in seconds from its start (>= 0, within what a script can hold)."""
+    return _number(text, 0, inclusive=True, maximum=MAX_T_MS / 1000)
+
+
+def algorithm_name(text: str) -> str:
+    if text not in ALGORITHMS:
+        raise argparse.ArgumentTypeError(
+            f"unknown algorithm {text!r}; choose from {', '.join(ALGORITHMS)}"
+        )
+    return text
+
+
+def add_limit_options(
+    p: argparse.ArgumentParser, limit: int | None, window_s: float | None
+) -> None:
+    p.add_argument(
+        "--limit",
+        type=limit_count,
+        default=limit,
+        required=limit is None,
+        help=f"requests allowed per window (integer, 1 to {MAX_LIMIT:,})"
+        + (f"; default {limit}" if limit else ""),
+    )
+    p.add_argument(
+        "--window",
+        type=window_seconds,
+        default=window_s,
+        required=window_s is None,
+        metavar="SECONDS",
+        help="window length in seconds (0.001 to "
+        f"{MAX_WINDOW_MS / 1000:,.0f}; rounded to whole ms)"
+        + (f"; default {window_s:g}" if window_s else ""),
+    )
+
+
+def backend_spec(text: str) -> str:
+    from simulator.backends.specs import BACKEND_SPECS, is_spec
+
+    if is_spec(text):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"unknown backend {text!r}; choose from {', '.join(BACKEND_SPECS)}"
+    )
+
+
+def add_backend_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--backend",
+        type=backend_spec,
+        default="fakeredis",
+        metavar="SPEC",
+        help="where the scripts run: fakeredis (default, simulated clock), valkey (starts an "
+        "embedded valkey-server on 127.0.0.1), cluster (starts a 3-master Valkey Cluster), "
+        "redis://HOST:PORT/DB or redis+cluster://HOST:PORT (a running server). On a real server "
+        "fixed_window, sliding_log and sliding_counter run on simulated time (their decisions do "
+        "not depend on the server's clock); echomq, whose window is the key's TTL, runs on real time. "
+        "A server the program starts takes only clients with the random password the program "
+        "holds (valkey's own clients also connect through a unix socket of mode 0700); a process "
+        "of the same user can still read that password (its config file, /proc)",
+    )
+    p.add_argument(
+        "--max-realtime",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="longest real-time run accepted for echomq on a real server (default 10)",
+    )
+    p.add_argument(
+        "--reuse-keys",
+        action="store_true",
+        help="on a server the program did not start, run even if keys this run uses exist "
+        "already (left by an earlier run, they change the decisions; without this flag the "
+        "run is refused)",
+    )
+
+
+def print_time_notes(algorithms: Sequence[str], backend: Any) -> None:
+    from simulator.realtime import time_note
+
+    if not backend.virtual_time:
+        for algorithm in algorithms:
+            print(time_note(algorithm, backend), file=sys.stderr)

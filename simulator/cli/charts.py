@@ -1,0 +1,44 @@
+"""``python -m simulator charts``: every chart job, or the ones named with ``--only``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from simulator.cli.jobs import JOB_NAMES
+
+__all__ = ["register", "cmd_charts"]
+
+
+def cmd_charts(args: argparse.Namespace) -> int:
+    from simulator.cli.jobs import CHART_JOBS
+
+    out_dir = Path(args.out_dir)
+    for name, job in CHART_JOBS.items():
+        if args.only and name not in args.only:
+            continue
+        for path in job(out_dir, args.full):
+            print(f"wrote {path}", flush=True)
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "charts",
+        help="regenerate the charts and tables under data/",
+        description="Writes every chart (PNG and SVG) and its data under OUT_DIR.",
+    )
+    p.add_argument("--out-dir", default="data", metavar="DIR", help="output folder (default data)")
+    p.add_argument(
+        "--full", action="store_true", help="full-size studies where a job has a reduced default"
+    )
+    p.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(JOB_NAMES),
+        default=None,
+        metavar="JOB",
+        help=f"run only these chart jobs (any of: {', '.join(JOB_NAMES)})",
+    )
+    p.set_defaults(func=cmd_charts)

@@ -1,0 +1,190 @@
+"""``python -m simulator replay``: a trace through one algorithm, streamed from file to file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from simulator.algorithms import ALGORITHMS
+from simulator.backends import BackendError, ScriptError
+from simulator.cli.args import (
+    UsageError,
+    add_backend_options,
+    add_limit_options,
+    algorithm_name,
+    positive_int,
+    print_time_notes,
+)
+
+__all__ = ["register", "cmd_replay"]
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
+    from simulator.cli.runs import OutputError, check_output
+    from simulator.spool import SpoolError
+
+    try:
+        check_output(args.out, args.trace)  # before anything is computed
+    except OutputError as exc:
+        raise UsageError(str(exc)) from None
+    bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
+    try:
+        done, tally = _replay_through_files(args, bar_options)
+    except SpoolError as exc:  # the temporary folder is full
+        raise UsageError(str(exc)) from None
+    print(
+        tally.summary(args.algorithm) + (f"; wrote {args.out}" if args.out else ""),
+        file=sys.stderr,
+    )
+    if not done.server_clock_safe:
+        print(
+            f"warning: {args.algorithm} on {args.backend}: the replay ran slower than real "
+            "time over less than a window; server-side expiry may have changed decisions",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any]) -> tuple[Any, Any]:
+    """The replay itself: trace file in, decision CSV out, a temporary folder for the sorts.
+
+    The trace is read twice: once to check every line, count the requests and sort those out
+    of order into runs in the folder; once more, merged with those runs, while it is replayed.
+    Returns what :func:`~simulator.model.replay_requests` did and the summary's tally.
+    """
+    import tempfile
+    from collections.abc import Iterator
+
+    from tqdm import tqdm
+
+    from simulator.cli.runs import (
+        DecisionCsv,
+        KeyGroup,
+        OutputError,
+        leftover_keys_in_groups,
+        open_backend,
+        run_keys,
+        sigterm_interrupts,
+        stop_between_pipelines,
+    )
+    from simulator.cli.tally import ReplayTally
+    from simulator.model import replay_requests
+    from simulator.realtime import needs_real_time
+    from simulator.traces import scan_trace
+
+    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
+        with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
+            scan = scan_trace(args.trace, args.format, workdir, bar.update)
+        if not scan.requests:
+            raise UsageError(f"{args.trace}: the trace holds no requests")
+        with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
+            print_time_notes([args.algorithm], backend)
+            span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
+            if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
+                raise UsageError(
+                    f"{args.algorithm} on {args.backend} runs on real time and this trace spans "
+                    f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "
+                    "fakeredis, or raise --max-realtime"
+                )
+            window_ms = round(args.window * 1000)
+
+            def key_groups() -> Iterator[KeyGroup]:
+                # A long trace's keys are looked up a slice of it at a time, never all at once.
+                for part in scan.in_file_order(131_072):
+                    first, last = part.positions[0] + 1, part.positions[-1] + 1
+                    whole = first == 1 and last == scan.requests
+                    which = None if whole else f"requests {first:,} to {last:,} of the trace"
+                    requests = zip(part.clients, part.t_ms, strict=True)
+                    yield which, run_keys(args.algorithm, args.limit, window_ms, requests, backend)
+
+            problem = (
+                None
+                if args.reuse_keys
+                else leftover_keys_in_groups(backend, args.backend, key_groups)
+            )
+            if problem is not None:  # refused before the output file is touched
+                raise UsageError(problem)
+            tally = ReplayTally()
+            complete = False
+            try:
+                sink = DecisionCsv(args.out, scan.in_order, stop, workdir)
+
+                def on_rows(rows: list[Any]) -> None:
+                    tally(rows)
+                    sink(rows)
+
+                try:
+                    with tqdm(
+                        total=scan.requests, desc=f"replay {args.algorithm}", **bar_options
+                    ) as bar:
+                        done = replay_requests(
+                            scan.in_time_order(),
+                            args.algorithm,
+                            args.limit,
+                            window_ms,
+                            backend,
+                            on_progress=bar.update,
+                            pipeline=args.pipeline,
+                            on_rows=on_rows,
+                            total=scan.requests,
+                        )
+                    complete = True
+                except (BackendError, ScriptError) as exc:
+                    sink.close(complete)
+                    said = f"{exc}; the {sink.written} decisions made are in {sink.where}"
+                    raise type(exc)(said) from exc
+                finally:
+                    sink.close(complete)
+            except OutputError as exc:  # a full disk: what was written whole stays
+                raise UsageError(str(exc)) from None
+    return done, tally
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay a request trace through one algorithm",
+        description="Replays TRACE in time order (ties in file order) on the virtual clock and "
+        "writes one CSV row per input row, in input order. The trace is streamed: memory stays "
+        "bounded however long it is (what is out of order is sorted in a temporary folder, "
+        "TMPDIR). Client ids are kept byte for byte, also bytes that are not UTF-8.",
+    )
+    p.add_argument(
+        "trace",
+        type=Path,
+        metavar="TRACE",
+        help="CSV with header t_ms,client (whole ms, any origin, from 0 to 2^52-1; a decimal "
+        "such as 12.5 is floored), or an access log with --format clf",
+    )
+    p.add_argument(
+        "--algorithm", type=algorithm_name, required=True, help=f"one of: {', '.join(ALGORITHMS)}"
+    )
+    add_limit_options(p, None, None)
+    p.add_argument(
+        "--format",
+        choices=("csv", "clf"),
+        default="csv",
+        help="csv (t_ms,client) or clf (Apache/Nginx combined log; client = remote host)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="output CSV (default: standard output), written as the replay goes: if it stops "
+        "early, every decision made so far is in it. Checked before the run: a missing folder, "
+        "a folder, a file that cannot be written or the trace itself is refused",
+    )
+    add_backend_options(p)
+    p.add_argument(
+        "--pipeline",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="on a real server, requests sent per pipeline (default 1000; 1 = one round trip "
+        "per decision); decisions are the same either way",
+    )
+    p.set_defaults(func=cmd_replay)
