@@ -2,8 +2,8 @@
 
 A replay against a real server can be stopped by the server dying, by Ctrl-C or by a SIGTERM
 from a job runner. Whatever stops it, the decisions already made are on disk
-(:class:`DecisionCsv` writes each pipeline's rows as they come and flushes), and a server the
-program started is stopped (:func:`open_backend` closes the backend on the way out; SIGTERM is
+(:class:`~simulator.output.DecisionCsv` writes each pipeline's rows as they come, or sorts them
+back into input order on disk), and a server the program started is stopped (:func:`open_backend` closes the backend on the way out; SIGTERM is
 turned into the same KeyboardInterrupt as Ctrl-C so that the way out is taken).
 
 A server the program did not start may hold keys of an earlier run: a counter or a log left
