@@ -38,7 +38,7 @@ from redis.cluster import key_slot
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import ClusterBackend, ScriptError, make_backend
 from simulator.backends.embedded import EmbeddedCluster
-from simulator.bench_servers import bench_servers, server_trace
+from simulator.bench.servers import bench_servers, server_trace
 from simulator.charts.servers import replay_speed_figure
 from simulator.model import replay, simulate
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE

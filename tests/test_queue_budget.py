@@ -289,6 +289,8 @@ def test_a_local_counter_has_no_server_step_to_crash_in():
 
 
 def test_bench_section_prints_figures(capsys):
-    figures = qs.bench_telemetry(100)
+    from simulator.bench.telemetry import bench_telemetry
+
+    figures = bench_telemetry(100)
     assert {"empty_ns", "guard_ns", "noop_ns"} <= set(figures)
     assert "ratio" in capsys.readouterr().out

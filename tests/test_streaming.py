@@ -233,7 +233,7 @@ def test_leftover_keys_are_looked_up_a_group_at_a_time():
 
 
 def test_the_benchmark_section_reports_both_paths_with_the_same_output():
-    from simulator.bench_replay import bench_replay_stream
+    from simulator.bench.replay import bench_replay_stream
 
     said: list[str] = []
     rows = bench_replay_stream(decisions=2, out=said.append)  # 1000 rows per backend

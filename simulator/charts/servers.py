@@ -14,7 +14,7 @@ __all__ = ["replay_speed_figure"]
 def replay_speed_figure(figures: pd.DataFrame) -> Figure:
     """Decisions per second on a real server: one round trip, pipelined, the ``limits`` package.
 
-    ``figures`` is what :func:`simulator.bench_servers.bench_servers` returns, as a frame.
+    ``figures`` is what :func:`simulator.bench.servers.bench_servers` returns, as a frame.
     """
     methods = {
         "one_round_trip_per_s": "one round trip\nper decision",

@@ -20,8 +20,7 @@ The measures are pure functions of the frames a run returns.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -29,8 +28,7 @@ import pandas as pd
 
 from simulator.algorithms import EchoMQ, echomq_keys
 from simulator.backends import FakeRedisBackend, ScriptError
-from simulator.studies import telemetry
-from simulator.studies.queue_budget import QueueRun, QueueScenario, Room, run, run_many, sweep
+from simulator.studies.queue_budget import QueueRun, QueueScenario, Room, run_many, sweep
 
 __all__ = [
     "admitted_per_window",
@@ -46,7 +44,6 @@ __all__ = [
     "global_vs_local",
     "fairness",
     "crash",
-    "bench_telemetry",
     "FLOOD_ROOM",
     "WORKER_COUNTS",
 ]
@@ -269,73 +266,3 @@ def crash(full: bool = False) -> QueueRun:
         defer_pad_ms=1,
     )
     return run_many(sweep(base, limiter=["server", "split"]))
-
-
-# --- benchmark --------------------------------------------------------------------------------
-def _ns_per_iteration(body: Callable[[int], None], n: int) -> float:
-    best = float("inf")
-    for _ in range(3):  # best of three: the first pass also warms up
-        start = time.perf_counter()
-        body(n)
-        best = min(best, time.perf_counter() - start)
-    return best / n * 1e9
-
-
-def bench_telemetry(
-    decisions: int = 10_000, out: Callable[[str], None] = print
-) -> dict[str, float]:
-    """What the hit event costs: the hot-path guard alone, a no-op handler; then whole runs."""
-    hit = telemetry.event(("emq", "rate_limit", "bench"))
-    n = decisions * 20
-
-    def no_site(n: int) -> None:
-        for _i in range(n):
-            pass
-
-    def guarded(n: int) -> None:
-        for i in range(n):
-            if hit.handlers:
-                hit.emit("q", i, i)
-
-    def noop(q: str, d: int, t: int) -> None:
-        pass
-
-    bare, guard = _ns_per_iteration(no_site, n), _ns_per_iteration(guarded, n)
-    with telemetry.attached(hit.name, noop):
-        handled = _ns_per_iteration(guarded, n)
-    out(f"telemetry: {n:,} loop iterations, best of 3, ns per iteration")
-    out(f"  empty loop            {bare:7.1f}")
-    out(f"  guard, no handler     {guard:7.1f}   (+{guard - bare:.1f} ns per hit)")
-    out(f"  one no-op handler     {handled:7.1f}   (+{handled - bare:.1f} ns per hit)")
-    # The basic study makes about 300 dequeues per simulated second.
-    scenario = replace(basic_scenario(), duration_ms=max(2_000, decisions * 3), drain_ms=0)
-    figures = {"empty_ns": bare, "guard_ns": guard, "noop_ns": handled}
-    run(replace(scenario, duration_ms=1_000))  # warm-up: imports, script cache, allocator
-    variants = (("no handler", None), ("no-op handler", noop), ("recorder", "record"))
-    best: dict[str, float] = {}
-    dequeues = hits = 0
-    for _ in range(2):  # alternate the variants, keep each one's best
-        for name, handler in variants:
-            start = time.perf_counter()
-            if callable(handler):
-                with telemetry.attached(telemetry.RATE_LIMIT_HIT, handler):
-                    result = run(scenario)
-            else:
-                result = run(scenario, record_events=handler == "record")
-            dequeues = len(result.dequeues)
-            hits = int(result.dequeues["action"].str.startswith("defer").sum())
-            rate = dequeues / (time.perf_counter() - start)
-            best[name] = max(best.get(name, 0.0), rate)
-    out(f"  whole runs of {dequeues:,} dequeues, best of 2:")
-    for name, rate in best.items():
-        figures[f"{name} dequeues_per_s"] = rate
-        out(f"    {name:<14} {rate:>8,.0f} dequeues/s")
-    share = hits * (handled - bare) * 1e-9 * best["no handler"] / dequeues
-    out(f"  {hits:,} hit events per run; a no-op handler adds {share:.2%} of the run's time")
-    figures["noop_share_of_run"] = share
-    base = figures["no handler dequeues_per_s"]
-    for name in ("no-op handler", "recorder"):
-        out(
-            f"  {name} / no handler throughput ratio {figures[name + ' dequeues_per_s'] / base:.2f}"
-        )
-    return figures

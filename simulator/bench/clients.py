@@ -53,7 +53,7 @@ def _child(clients: int, every_client_a_process: bool) -> None:
 
 def _measure(clients: int, every_client_a_process: bool) -> dict[str, float]:
     code = (
-        f"from simulator.bench_clients import _child; _child({clients}, {every_client_a_process})"
+        f"from simulator.bench.clients import _child; _child({clients}, {every_client_a_process})"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -22,7 +22,6 @@ machine does not decide it; the three take turns.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 
@@ -31,6 +30,7 @@ import pandas as pd
 
 from simulator.backends import RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
+from simulator.bench.timing import best_of
 from simulator.model import PIPELINE_CALLS, replay
 
 __all__ = ["bench_servers", "server_trace"]
@@ -57,21 +57,9 @@ def server_trace(decisions: int, seed: int = 0) -> pd.DataFrame:
 def _best_of(
     runs: dict[str, Callable[[], object]], n: int, flush: Callable[[], object]
 ) -> dict[str, tuple[float, object]]:
-    """Decisions per second of the fastest of REPEAT runs of each, and that run's result.
-
-    The runs take turns (a, b, c, a, b, c, ...), so that a spell of load elsewhere on the
-    machine falls on all of them alike.
-    """
-    best: dict[str, tuple[float, object]] = {name: (0.0, None) for name in runs}
-    for _ in range(REPEAT):
-        for name, run in runs.items():
-            flush()
-            start = time.perf_counter()
-            result = run()
-            rate = n / (time.perf_counter() - start)
-            if rate > best[name][0]:
-                best[name] = (rate, result)
-    return best
+    """Decisions per second of the fastest of REPEAT turns of each, and that turn's result."""
+    timed = best_of(runs, REPEAT, before=flush)
+    return {name: (n / elapsed, result) for name, (elapsed, result) in timed.items()}
 
 
 def _limits_run(url: str, strategy: str, trace: pd.DataFrame) -> Callable[[], list[bool]]:

@@ -1,0 +1,30 @@
+"""The benchmark: sections that measure and print figures and ratios, in one run, on this machine.
+
+``python -m simulator bench [SECTION ...]`` runs them (all by default). Each section takes the
+number of decisions per measurement and prints; none asserts a time. They share one timer
+(:func:`simulator.bench.timing.best_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from simulator.bench.accuracy import bench_accuracy
+from simulator.bench.clients import bench_clients
+from simulator.bench.core import bench_clock, bench_core
+from simulator.bench.replay import bench_replay_stream
+from simulator.bench.servers import bench_servers
+from simulator.bench.telemetry import bench_telemetry
+
+__all__ = ["SECTIONS"]
+
+#: Every section by the name ``bench`` takes.
+SECTIONS: dict[str, Callable[..., object]] = {
+    "core": bench_core,
+    "clock": bench_clock,
+    "accuracy": bench_accuracy,
+    "telemetry": bench_telemetry,
+    "servers": bench_servers,
+    "clients": bench_clients,
+    "replay-stream": bench_replay_stream,
+}
