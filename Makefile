@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup charts test bench lint notebooks clean
+.PHONY: setup charts check-tables test bench lint notebooks clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ setup: $(STAMP)
 
 charts: $(STAMP)  ## regenerate every chart and table under data/ (embedded fakeredis, virtual clock)
 	$(PY) -m simulator charts --full
+
+check-tables: $(STAMP)  ## regenerate every table into a temporary folder and compare with data/, value for value
+	@tmp=$$(mktemp -d) && cp data/memory_*.csv "$$tmp"/ && $(PY) -m simulator charts --full --out-dir "$$tmp" >/dev/null && \
+	$(PY) tools/compare_tables.py data "$$tmp"; status=$$?; rm -rf "$$tmp"; exit $$status
 
 test: $(STAMP)  ## the whole test suite: property, clock, CLI, real-server and notebook tests
 	$(PY) -m pytest -n 2
