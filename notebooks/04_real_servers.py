@@ -40,7 +40,8 @@ from simulator.backends import ClusterBackend, ScriptError, make_backend
 from simulator.backends.embedded import EmbeddedCluster
 from simulator.bench.servers import bench_servers, server_trace
 from simulator.charts.servers import replay_speed_figure
-from simulator.model import replay, simulate
+from simulator.model import simulate
+from simulator.playback import replay
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE
 from simulator.scenario import ConstantRate, Scenario
 from simulator.scripts import load

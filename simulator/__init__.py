@@ -13,7 +13,8 @@ Every decision lands in a pandas DataFrame with the HTTP header values a server 
 from simulator.algorithms import ALGORITHMS, REFERENCES, Limiter
 from simulator.backends import Backend, BackendError, FakeRedisBackend, RedisBackend, ScriptError
 from simulator.metrics import burst_summary, max_in_window, rolling_admitted
-from simulator.model import boundary_burst, replay, simulate
+from simulator.model import boundary_burst, simulate
+from simulator.playback import replay
 from simulator.records import COLUMNS, DTYPES, Decision, http_headers
 from simulator.scenario import (
     BurstAt,

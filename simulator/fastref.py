@@ -90,7 +90,7 @@ def decide_bulk(
 def decide_trace(trace: pd.DataFrame, algorithm: str, limit: int, window_ms: int) -> pd.DataFrame:
     """A trace (``t_ms``, ``client``) decided in bulk: columns client, t_ms, allowed, count.
 
-    Times are floored to whole milliseconds, as :func:`simulator.model.replay` does.
+    Times are floored to whole milliseconds, as :func:`simulator.playback.replay` does.
     """
     codes, _ = pd.factorize(trace["client"].astype(str), sort=False)
     t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")).astype("int64")

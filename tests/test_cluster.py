@@ -23,7 +23,7 @@ from simulator.algorithms import ALGORITHMS, EchoMQ
 from simulator.backends import BackendError, ClusterBackend, ScriptError
 from simulator.backends.embedded import EmbeddedCluster
 from simulator.cli.runs import leftover_keys, run_keys
-from simulator.model import replay
+from simulator.playback import replay
 from simulator.realtime import SERVER_TIME_FREE
 from simulator.scripts import load
 

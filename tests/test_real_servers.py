@@ -31,7 +31,8 @@ from simulator.backends import (
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.backends.specs import redact
 from simulator.cli import main
-from simulator.model import replay, simulate
+from simulator.model import simulate
+from simulator.playback import replay
 from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
 from simulator.scenario import ConstantRate, Poisson, Polite, Scenario
 from simulator.scripts import load

@@ -184,7 +184,7 @@ def test_readers_give_exact_int64_times(tmp_path):
 def test_api_replay_refuses_times_a_script_cannot_hold(values):
     import pandas as pd
 
-    from simulator.model import replay
+    from simulator.playback import replay
     from simulator.scenario import ConfigError
 
     frame = pd.DataFrame({"t_ms": values, "client": ["a", "b"]})
@@ -195,7 +195,7 @@ def test_api_replay_refuses_times_a_script_cannot_hold(values):
 def test_api_replay_keeps_times_exact():
     import pandas as pd
 
-    from simulator.model import replay
+    from simulator.playback import replay
 
     t_ms = [MAX_T_MS, MAX_T_MS - 1, 0]
     frame = pd.DataFrame({"t_ms": np.array(t_ms, dtype="int64"), "client": ["a", "a", "b"]})

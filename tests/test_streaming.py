@@ -20,7 +20,7 @@ from simulator import spool, traces
 from simulator.cli import main, output
 from simulator.cli.runs import HEADER, leftover_keys_in_groups
 from simulator.cli.tally import Distinct, ReplayTally
-from simulator.model import replay
+from simulator.playback import replay
 from simulator.spool import Spool, merge_blocks
 from simulator.traces import TraceError, iter_trace, read_trace, scan_trace
 
@@ -75,7 +75,7 @@ def no_whole_trace(monkeypatch):
         raise AssertionError("the command line read the whole trace into memory")
 
     monkeypatch.setattr(traces, "read_trace", refuse)
-    monkeypatch.setattr("simulator.model.replay", refuse)
+    monkeypatch.setattr("simulator.playback.replay", refuse)
 
 
 @pytest.mark.parametrize("in_order", [True, False], ids=["in-order", "out-of-order"])

@@ -53,7 +53,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
     The trace is read twice: once to check every line, count the requests and sort those out
     of order into runs in the folder; once more, merged with those runs, while it is replayed.
-    Returns what :func:`~simulator.model.replay_requests` did and the summary's tally.
+    Returns what :func:`~simulator.playback.replay_requests` did and the summary's tally.
     """
     import tempfile
     from collections.abc import Iterator
@@ -71,7 +71,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         stop_between_pipelines,
     )
     from simulator.cli.tally import ReplayTally
-    from simulator.model import replay_requests
+    from simulator.playback import replay_requests
     from simulator.realtime import needs_real_time
     from simulator.traces import scan_trace
 
