@@ -12,6 +12,13 @@ process ahead of time on a :class:`Timeline` that only keeps time (the same floa
 asks for all of them in time order. Only clients that react (``Polite``, and any kind registered
 with ``reacts=True``) run as processes of their own. Cost and memory grow with requests, not with
 clients.
+
+Every client asks at the very instants its own process would. What the feeder orders its own way
+is requests of different clients at the same instant: those played ahead come in client order
+(the order of ``Scenario.clients``), and against a reacting client's request at that instant they
+come in SimPy's order of the two processes. A process per client would order such ties by when
+each one's wait began. Decisions differ only where a tie puts two requests on one counter in the
+other order (two client specs with the same name).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 import simpy
+import simpy.rt
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
@@ -100,6 +101,8 @@ def simulate(
         return decision
 
     _start_clients(env, scenario, ask)
+    if isinstance(env, simpy.rt.RealtimeEnvironment):
+        env.sync()  # playing the clients ahead took wall time; the run starts now
     try:
         env.run(until=scenario.duration_ms)
     except (BackendError, ScriptError) as exc:

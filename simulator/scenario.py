@@ -68,15 +68,16 @@ def check_number(
         raise ConfigError(f"{owner}.{name}: must be {wanted}, got {value!r}")
     # Python numbers are kept as given (a run's id is made from the scenario's repr); others,
     # such as numpy's, become floats.
-    number: float = (
-        value if isinstance(value, int | float) and type(value) in (int, float) else float(value)
-    )
-    if (
-        not math.isfinite(number)
-        or number < 0
-        or (positive and number == 0)
-        or (hi is not None and number > hi)
-    ):
+    try:
+        number: float = (
+            value
+            if isinstance(value, int | float) and type(value) in (int, float)
+            else float(value)
+        )
+        finite = math.isfinite(number)
+    except OverflowError:  # an integer too large for a float
+        raise ConfigError(f"{owner}.{name}: must be {wanted}, got {value!r}") from None
+    if not finite or number < 0 or (positive and number == 0) or (hi is not None and number > hi):
         raise ConfigError(f"{owner}.{name}: must be {wanted}, got {value!r}")
     return number
 

@@ -114,6 +114,7 @@ def test_rolling_admitted_matches_brute_force():
         (lambda: BurstAt("b", n=True), "BurstAt.n"),
         (lambda: BurstAt("b", at_s=(False,)), "BurstAt.at_s"),
         (lambda: Poisson("a\ud800"), "Poisson.name"),  # a lone surrogate that is no byte
+        (lambda: ConstantRate("c", rate_per_s=10**400), "ConstantRate.rate_per_s"),  # no float
     ],
 )
 def test_bad_values_name_the_field(make, field):
@@ -151,7 +152,8 @@ def test_sweeps_with_replace():
 
 def test_clients_played_ahead_give_the_log_their_processes_gave(monkeypatch):
     """Steady, Poisson, burst and on/off clients are asked for by one feeder; run as a process
-    each (as every client once was), the same scenario gives the same log, row for row."""
+    each (as every client once was), the same scenario gives the same log, row for row (here
+    no two clients that wait differently meet at one instant: see the next test)."""
     from simulator import clients as kinds
 
     scenario = dataclasses.replace(
@@ -163,6 +165,33 @@ def test_clients_played_ahead_give_the_log_their_processes_gave(monkeypatch):
     for kind in (ConstantRate, Poisson, BurstAt, OnOff):
         monkeypatch.setattr(kinds, "_REACTIVE", kinds._REACTIVE | {kind})
     assert simulate(scenario).to_csv(index=False) == fed.to_csv(index=False)
+
+
+def test_clients_played_ahead_meet_at_an_instant_in_client_order(monkeypatch):
+    """A every 2 ms and B every 4 ms both ask at t=4. Played ahead, A (listed first) goes first;
+    as a process each, B goes first (its wait began at t=0, A's at t=2). The instants are the
+    same either way, and so are the decisions of clients that share no counter."""
+    from simulator import clients as kinds
+
+    scenario = Scenario(
+        "fixed_window",
+        100,
+        1000,
+        9,
+        (ConstantRate("A", rate_per_s=500), ConstantRate("B", rate_per_s=250)),
+    )
+    fed = simulate(scenario)
+    assert fed.loc[fed["t_ms"] == 4, "client"].tolist() == ["A", "B"]
+    monkeypatch.setattr(kinds, "_REACTIVE", kinds._REACTIVE | {ConstantRate})
+    processes = simulate(scenario)
+    assert processes.loc[processes["t_ms"] == 4, "client"].tolist() == ["B", "A"]
+    for frame in (fed, processes):
+        assert frame.loc[frame["client"] == "A", "t_ms"].tolist() == [0, 2, 4, 6, 8]
+        assert frame.loc[frame["client"] == "B", "t_ms"].tolist() == [0, 4, 8]
+    key = ["client", "t_ms"]
+    assert fed.sort_values(key).drop(columns="run_id").reset_index(drop=True).equals(
+        processes.sort_values(key).drop(columns="run_id").reset_index(drop=True)
+    )
 
 
 def test_idle_clients_cost_no_process(monkeypatch):

@@ -97,7 +97,9 @@ def window_seconds(text: str) -> float:
 
 def second_of_run(text: str) -> float:
     """A time in the run, in seconds from its start (>= 0, within what a script can hold)."""
-    return _number(text, 0, inclusive=True, maximum=MAX_T_MS / 1000)
+    return _number(
+        text, 0, inclusive=True, maximum=(MAX_T_MS - 1) / 1000
+    )  # the run ends 1 ms later
 
 
 def algorithm_name(text: str) -> str:
