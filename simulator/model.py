@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import chain
 
 import numpy as np
@@ -79,8 +79,12 @@ def simulate(
     backend = backend or FakeRedisBackend()
     env = environment_for(backend, scenario.algorithm)
     backend.follow(lambda: env.now)
-    limiter = ALGORITHMS[scenario.algorithm](backend, scenario.limit, scenario.window_ms)
-    log = DecisionLog(run_id_for(scenario), scenario.seed, scenario.algorithm)
+    limiter = ALGORITHMS[scenario.algorithm](
+        backend, scenario.limit, scenario.window_ms, **scenario.params
+    )
+    params = dict(scenario.params)  # part of the id only for algorithms that have any
+    run_id = run_id_for(scenario, params) if params else run_id_for(scenario)
+    log = DecisionLog(run_id, scenario.seed, scenario.algorithm)
     decide, append = limiter.decide, log.append
     late: list[float] = []
     realtime = needs_real_time(backend, scenario.algorithm)
@@ -154,8 +158,11 @@ def boundary_burst(
     second_s: float = 61.0,
     per_burst: int | None = None,
     backend: Backend | None = None,
+    params: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
-    """The practice case: ``per_burst`` requests (default ``limit``) at each of two seconds."""
+    """The practice case: ``per_burst`` requests (default ``limit``) at each of two seconds.
+
+    ``params``: the algorithm's own parameters (the others take their defaults)."""
     n = limit if per_burst is None else per_burst
     scenario = Scenario(
         algorithm=algorithm,
@@ -163,5 +170,6 @@ def boundary_burst(
         window_ms=round(window_s * 1000),
         duration_ms=max(first_s, second_s) * 1000 + 1,
         clients=(BurstAt("user", n=n, at_s=(first_s, second_s)),),
+        params=dict(params or {}),
     )
     return simulate(scenario, backend)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import warnings
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import chain
 from typing import Any, NamedTuple
@@ -193,6 +193,7 @@ def _replay_requests(
     pipeline: int | None,
     on_rows: Callable[[list[Row]], None] | None,
     total: int | None,
+    params: Mapping[str, float] | None = None,
 ) -> tuple[Replayed, ExpiryWatch | None]:
     chunks = iter(requests)
     first = next((c for c in chunks if c.t_ms), None)
@@ -202,7 +203,7 @@ def _replay_requests(
     backend = backend or FakeRedisBackend()
     env = environment_for(backend, algorithm, initial_time=t0)
     backend.follow(lambda: env.now)
-    limiter = ALGORITHMS[algorithm](backend, limit, window_ms)
+    limiter = ALGORITHMS[algorithm](backend, limit, window_ms, **(params or {}))
     realtime = needs_real_time(backend, algorithm)
     size = max(1, pipeline or PIPELINE_CALLS)
     # The fake server's clock is env.now: its batches must not span milliseconds; nor may the
@@ -231,6 +232,7 @@ def replay_requests(
     pipeline: int | None = None,
     on_rows: Callable[[list[Row]], None] | None = None,
     total: int | None = None,
+    params: Mapping[str, float] | None = None,
 ) -> Replayed:
     """Replay requests that come in chunks, already in time order (ties in trace order).
 
@@ -247,7 +249,16 @@ def replay_requests(
         gc.freeze()
     try:
         done, watch = _replay_requests(
-            requests, algorithm, limit, window_ms, backend, on_progress, pipeline, on_rows, total
+            requests,
+            algorithm,
+            limit,
+            window_ms,
+            backend,
+            on_progress,
+            pipeline,
+            on_rows,
+            total,
+            params,
         )
     finally:
         if frozen:
@@ -267,6 +278,7 @@ def replay(
     *,
     pipeline: int | None = None,
     on_rows: Callable[[list[Row]], None] | None = None,
+    params: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """Replay a trace (columns ``t_ms``, ``client``) in time order, ties in trace order.
 
@@ -297,7 +309,16 @@ def replay(
     gc.disable()
     try:
         done, watch = _replay_requests(
-            [in_time], algorithm, limit, window_ms, backend, on_progress, pipeline, keep, len(trace)
+            [in_time],
+            algorithm,
+            limit,
+            window_ms,
+            backend,
+            on_progress,
+            pipeline,
+            keep,
+            len(trace),
+            params,
         )
         run_id = run_id_for("replay", algorithm, limit, window_ms, len(trace))
         frame = to_frame(((c, t, d) for _, c, t, d in kept), run_id, 0, algorithm)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 __all__ = [
     "ConfigError",
@@ -194,6 +196,9 @@ class Scenario:
     duration_ms: float
     clients: tuple[ClientSpec, ...] = field(default_factory=tuple)
     seed: int = 0
+    #: The algorithm's own parameters by name (a burst, a cost); the rest take their defaults.
+    #: Left out of the repr so that a run without any keeps its id (see ``model.run_id_for``).
+    params: Mapping[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         from simulator.algorithms import ALGORITHMS  # the registry sits above the scenario
@@ -201,6 +206,12 @@ class Scenario:
         if self.algorithm not in ALGORITHMS:
             raise ConfigError(
                 f"Scenario.algorithm: unknown {self.algorithm!r}; known: {', '.join(ALGORITHMS)}"
+            )
+        from simulator.algorithms.base import own_params
+
+        if not isinstance(self.params, Mapping):
+            raise ConfigError(
+                f"Scenario.params: must be a mapping of names to numbers, got {self.params!r}"
             )
         _set(self, "limit", check_int("Scenario", "limit", self.limit, 1, MAX_LIMIT))
         _set(
@@ -212,3 +223,8 @@ class Scenario:
         ):
             raise ConfigError("Scenario.clients: must be a tuple of client specs")
         _set(self, "seed", check_int("Scenario", "seed", self.seed, 0))
+        cls = ALGORITHMS[self.algorithm]
+        values = own_params(
+            "Scenario", cls.params_declared, self.params, self.limit, self.window_ms
+        )
+        _set(self, "params", MappingProxyType(values))

@@ -189,8 +189,11 @@ def test_clients_played_ahead_meet_at_an_instant_in_client_order(monkeypatch):
         assert frame.loc[frame["client"] == "A", "t_ms"].tolist() == [0, 2, 4, 6, 8]
         assert frame.loc[frame["client"] == "B", "t_ms"].tolist() == [0, 4, 8]
     key = ["client", "t_ms"]
-    assert fed.sort_values(key).drop(columns="run_id").reset_index(drop=True).equals(
-        processes.sort_values(key).drop(columns="run_id").reset_index(drop=True)
+    assert (
+        fed.sort_values(key)
+        .drop(columns="run_id")
+        .reset_index(drop=True)
+        .equals(processes.sort_values(key).drop(columns="run_id").reset_index(drop=True))
     )
 
 

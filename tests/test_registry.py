@@ -13,7 +13,7 @@ import pytest
 import test_property
 
 from simulator import cli, scripts
-from simulator.algorithms import ALGORITHMS, REFERENCES, Limiter, Reference, script_names
+from simulator.algorithms import ALGORITHMS, REFERENCES, Limiter, Param, Reference, script_names
 from simulator.backends import FakeRedisBackend
 from simulator.charts import LABELS, PALETTE, order
 from simulator.keys import hash_tag
@@ -22,7 +22,8 @@ from simulator.records import Decision
 
 FOREVER_LUA = """--[[
 forever: a counter that never resets (a throwaway algorithm for the registry test).
-KEYS[1] the client's counter; ARGV[1] now_ms (unused), ARGV[2] window_ms (unused), ARGV[3] limit
+KEYS[1] the client's counter; ARGV[1] now_ms (unused), ARGV[2] window_ms (unused),
+ARGV[3] allowance: requests a client gets in all
 Returns {allowed 0|1, count, limit, remaining, reset_ms (-1: never), retry_after_ms (-1: never)}
 ]]
 local limit = tonumber(ARGV[3])
@@ -35,19 +36,24 @@ return {0, count, limit, 0, -1, -1}
 """
 
 
+#: Its own parameter: how many requests a client gets in all (default: the limit).
+ALLOWANCE = (Param("allowance", default=lambda limit, window_ms: limit, minimum=1, integer=True),)
+
+
 class ForeverRef(Reference):
     name = "forever"
+    params_declared = ALLOWANCE
 
-    def __init__(self, limit: int, window_ms: int) -> None:
-        super().__init__(limit, window_ms)
+    def __init__(self, limit: int, window_ms: int, **params: object) -> None:
+        super().__init__(limit, window_ms, **params)
         self.counts: dict[str, int] = {}
 
     def decide(self, client: str, now_ms: int) -> Decision:
-        count = self.counts.get(client, 0)
-        if count < self.limit:
+        count, cap = self.counts.get(client, 0), int(self.params["allowance"])
+        if count < cap:
             self.counts[client] = count + 1
-            return Decision(True, float(count + 1), self.limit, self.limit - count - 1, -1, 0)
-        return Decision(False, float(count), self.limit, 0, -1, -1)
+            return Decision(True, float(count + 1), cap, cap - count - 1, -1, 0)
+        return Decision(False, float(count), cap, 0, -1, -1)
 
 
 class Forever(Limiter):
@@ -56,9 +62,13 @@ class Forever(Limiter):
     colour = "#000000"
     scripts = ("forever",)
     reference = ForeverRef
+    params_declared = ALLOWANCE
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:forever:{hash_tag(client)}",)
+
+    def args(self, client: str, now_ms: int) -> Sequence[object]:
+        return (now_ms, self.window_ms, int(self.params["allowance"]))
 
 
 @pytest.fixture
@@ -99,3 +109,24 @@ def test_it_passes_the_property_test(forever, monkeypatch):
     monkeypatch.setattr(test_property, "algorithm_names", lambda: ["forever"])
     test_property.test_lua_equals_reference()
     test_property.test_lua_equals_reference_at_window_seams()
+
+
+def test_its_own_parameter_is_declared_validated_and_reaches_the_script(forever, capsys):
+    from simulator.model import simulate
+    from simulator.scenario import BurstAt, ConfigError, Scenario
+
+    def scenario(**params: object) -> Scenario:
+        return Scenario("forever", 10, 1000, 5000, (BurstAt("u", n=8, at_s=(0, 2)),), params=params)
+
+    assert dict(scenario().params) == {"allowance": 10}  # the default, from the limit
+    assert simulate(scenario(allowance=3))["allowed"].sum() == 3
+    assert simulate(scenario())["allowed"].sum() == 10
+    with pytest.raises(ConfigError, match=r"Scenario\.params\['allowance'\]"):
+        scenario(allowance=0)
+    with pytest.raises(ConfigError, match="unknown parameter 'burst'.*allowance"):
+        scenario(burst=2)
+    assert cli.main(["burst", "--limit", "10", "--window", "1", "--param", "allowance=3"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("forever"))
+    assert line.split()[1:4] == ["3", "of", "20"]
+    assert cli.main(["burst", "--param", "nosuch=1"]) == 2
+    assert "no algorithm has such a parameter (declared: allowance)" in capsys.readouterr().err

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from simulator.algorithms.base import BulkKernel, Limiter, Reference
+from simulator.algorithms.base import BulkKernel, Limiter, Param, Reference
 from simulator.algorithms.echomq import EchoMQ, EchoMQRef, echomq_keys
 from simulator.algorithms.fixed_window import FixedWindow, FixedWindowRef
 from simulator.algorithms.sliding_counter import SlidingCounter, SlidingCounterRef
@@ -27,6 +27,7 @@ __all__ = [
     "BULK",
     "Limiter",
     "Reference",
+    "Param",
     "FixedWindow",
     "EchoMQ",
     "SlidingLog",

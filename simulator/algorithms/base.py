@@ -12,17 +12,18 @@ read from there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from simulator.records import Decision
-from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, check_int
+from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int, check_number
 from simulator.scripts import Script, load
 
-__all__ = ["Limiter", "Reference", "BulkKernel", "MemoryModel"]
+__all__ = ["Limiter", "Reference", "BulkKernel", "MemoryModel", "Param", "own_params"]
 
 #: ``kernel(client_codes, t_ms, limit, window_ms) -> (allowed, count)`` over one trace sorted by
 #: (client, time, arrival); see :func:`simulator.fastref.decide_bulk`.
@@ -48,6 +49,45 @@ class MemoryModel:
     request_ids: bool = False
 
 
+@dataclass(frozen=True)
+class Param:
+    """One of an algorithm's own parameters beside the limit and the window (a burst, a cost).
+
+    ``default(limit, window_ms)`` gives its value when none is given; ``integer`` values are
+    whole numbers; every value must be ``>= minimum``. ``unit`` goes into messages and ``--help``.
+    """
+
+    name: str
+    default: Callable[[int, int], float]
+    unit: str = ""
+    minimum: float = 0
+    integer: bool = False
+
+
+def own_params(
+    owner: str, declared: Sequence[Param], given: Mapping[str, object], limit: int, window_ms: int
+) -> dict[str, float]:
+    """``given`` checked against ``declared``, with the defaults filled in; ConfigError naming
+    the parameter otherwise (an unknown name lists the known ones)."""
+    known = {p.name: p for p in declared}
+    for name in given:
+        if name not in known:
+            listed = ", ".join(known) or "none"
+            raise ConfigError(f"{owner}.params: unknown parameter {name!r} (known: {listed})")
+    values: dict[str, float] = {}
+    for p in declared:
+        value = given.get(p.name, p.default(limit, window_ms))
+        where = f"params[{p.name!r}]"
+        if p.integer:
+            number: float = check_int(owner, where, value, math.ceil(p.minimum), MAX_LIMIT)
+        else:
+            number = check_number(owner, where, value, hi=float(MAX_WINDOW_MS))
+            if number < p.minimum:
+                raise ConfigError(f"{owner}.{where}: must be >= {p.minimum:g}, got {value!r}")
+        values[p.name] = number
+    return values
+
+
 def _checked(owner: str, limit: int, window_ms: int) -> tuple[int, int]:
     return (
         check_int(owner, "limit", limit, 1, MAX_LIMIT),
@@ -60,9 +100,14 @@ class Reference:
     gone only once now is past its expiry time). Times are integer ms, never going backwards."""
 
     name: ClassVar[str]
+    #: The algorithm's own parameters (the same declarations as its Limiter's).
+    params_declared: ClassVar[tuple[Param, ...]] = ()
 
-    def __init__(self, limit: int, window_ms: int) -> None:
+    def __init__(self, limit: int, window_ms: int, **params: object) -> None:
         self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)
+        self.params = own_params(
+            type(self).__name__, self.params_declared, params, self.limit, self.window_ms
+        )
 
     def decide(self, client: str, now_ms: int) -> Decision:
         raise NotImplementedError
@@ -86,9 +131,14 @@ class Limiter:
     bulk: ClassVar[Any] = None
     #: How the memory study builds and sums up its keys (None: not in the memory study).
     memory: ClassVar[MemoryModel | None] = None
+    #: Its own parameters beside limit and window, each with a default from them.
+    params_declared: ClassVar[tuple[Param, ...]] = ()
 
-    def __init__(self, backend: Any, limit: int, window_ms: int) -> None:
+    def __init__(self, backend: Any, limit: int, window_ms: int, **params: object) -> None:
         self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)
+        self.params = own_params(
+            type(self).__name__, self.params_declared, params, self.limit, self.window_ms
+        )
         self.backend = backend
         self.script: Script = load(self.scripts[0])
 

@@ -28,6 +28,8 @@ __all__ = [
     "backend_spec",
     "add_backend_options",
     "print_time_notes",
+    "add_param_option",
+    "params_for",
 ]
 
 
@@ -180,3 +182,43 @@ def print_time_notes(algorithms: Sequence[str], backend: Any) -> None:
     if not backend.virtual_time:
         for algorithm in algorithms:
             print(time_note(algorithm, backend), file=sys.stderr)
+
+
+def _param(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not sep or not name or not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"must be NAME=NUMBER, got {text!r}")
+    return name, int(number) if number.is_integer() and "." not in value else number
+
+
+def add_param_option(p: argparse.ArgumentParser) -> None:
+    declared = sorted({q.name for cls in ALGORITHMS.values() for q in cls.params_declared})
+    p.add_argument(
+        "--param",
+        type=_param,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an algorithm's own parameter beside limit and window (repeatable; each algorithm "
+        "takes those it declares, the rest take their defaults); declared: "
+        + (", ".join(declared) or "none yet"),
+    )
+
+
+def params_for(
+    algorithm: str, pairs: Sequence[tuple[str, float]], *, strict: bool
+) -> dict[str, float]:
+    """The ``--param`` values ``algorithm`` declares; ``strict``: any other name is an error."""
+    declared = {q.name for q in ALGORITHMS[algorithm].params_declared}
+    if strict:
+        for name, _ in pairs:
+            if name not in declared:
+                raise UsageError(
+                    f"--param {name}: {algorithm} has no such parameter "
+                    f"(its own: {', '.join(sorted(declared)) or 'none'})"
+                )
+    return {name: value for name, value in pairs if name in declared}

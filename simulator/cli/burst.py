@@ -13,6 +13,8 @@ from simulator.cli.args import (
     UsageError,
     add_backend_options,
     add_limit_options,
+    add_param_option,
+    params_for,
     positive_int,
     print_time_notes,
     second_of_run,
@@ -30,6 +32,14 @@ def cmd_burst(args: argparse.Namespace) -> int:
     from simulator.realtime import needs_real_time
 
     frames, skipped = [], []
+    named = {name for name, _ in args.param}
+    declared = {q.name for cls in ALGORITHMS.values() for q in cls.params_declared}
+    if named - declared:
+        raise UsageError(
+            f"--param {sorted(named - declared)[0]}: no algorithm has such a parameter "
+            f"(declared: {', '.join(sorted(declared)) or 'none'})"
+        )
+    params = {a: params_for(a, args.param, strict=False) for a in ALGORITHMS}
     span_s = max(args.first, args.second) + 0.001
     window_ms = round(args.window * 1000)
     requests = [("user", math.floor(s * 1000.0)) for s in (args.first, args.second)]
@@ -44,7 +54,9 @@ def cmd_burst(args: argparse.Namespace) -> int:
 
         def keys() -> list[str]:
             return [
-                k for a in chosen for k in run_keys(a, args.limit, window_ms, requests, backend)
+                k
+                for a in chosen
+                for k in run_keys(a, args.limit, window_ms, requests, backend, params[a])
             ]
 
         problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
@@ -62,6 +74,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
                         args.second,
                         args.per_burst,
                         None if backend.virtual_time else backend,  # a fresh fake server each
+                        params[a],
                     )
                 )
     summary = burst_summary(pd.concat(frames, ignore_index=True), round(args.window * 1000))
@@ -116,5 +129,6 @@ def register(sub: Any) -> None:
         metavar="N",
         help="requests in each burst (default: the limit)",
     )
+    add_param_option(p)
     add_backend_options(p)
     p.set_defaults(func=cmd_burst)

@@ -13,7 +13,9 @@ from simulator.cli.args import (
     UsageError,
     add_backend_options,
     add_limit_options,
+    add_param_option,
     algorithm_name,
+    params_for,
     positive_int,
     print_time_notes,
 )
@@ -90,6 +92,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                     "fakeredis, or raise --max-realtime"
                 )
             window_ms = round(args.window * 1000)
+            params = params_for(args.algorithm, args.param, strict=True)
 
             def key_groups() -> Iterator[KeyGroup]:
                 # A long trace's keys are looked up a slice of it at a time, never all at once.
@@ -98,7 +101,10 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                     whole = first == 1 and last == scan.requests
                     which = None if whole else f"requests {first:,} to {last:,} of the trace"
                     requests = zip(part.clients, part.t_ms, strict=True)
-                    yield which, run_keys(args.algorithm, args.limit, window_ms, requests, backend)
+                    yield (
+                        which,
+                        run_keys(args.algorithm, args.limit, window_ms, requests, backend, params),
+                    )
 
             problem = (
                 None
@@ -130,6 +136,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                             pipeline=args.pipeline,
                             on_rows=on_rows,
                             total=scan.requests,
+                            params=params,
                         )
                     complete = True
                 except (BackendError, ScriptError) as exc:
@@ -178,6 +185,7 @@ def register(sub: Any) -> None:
         "early, every decision made so far is in it. Checked before the run: a missing folder, "
         "a folder, a file that cannot be written or the trace itself is refused",
     )
+    add_param_option(p)
     add_backend_options(p)
     p.add_argument(
         "--pipeline",

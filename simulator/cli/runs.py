@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from simulator.algorithms import ALGORITHMS
@@ -147,9 +147,10 @@ def run_keys(
     window_ms: int,
     requests: Iterable[tuple[str, int]],
     backend: Backend,
+    params: Mapping[str, float] | None = None,
 ) -> list[str]:
     """Every key that requests ``(client, t_ms)`` touch, each once, in order of first use."""
-    limiter = ALGORITHMS[algorithm](backend, limit, window_ms)
+    limiter = ALGORITHMS[algorithm](backend, limit, window_ms, **(params or {}))
     keys = limiter.keys
     return list(dict.fromkeys(k for c, t in dict.fromkeys(requests) for k in keys(c, t)))
 
