@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from simulator.backends import FakeRedisBackend
@@ -25,3 +27,16 @@ def clock() -> ManualClock:
 @pytest.fixture
 def fake(clock: ManualClock) -> FakeRedisBackend:
     return FakeRedisBackend(clock)
+
+
+@pytest.fixture(autouse=True)
+def sigint_raises_in_children():
+    """Subprocesses that a test stops with SIGINT must not inherit it ignored.
+
+    A process started with SIGINT ignored keeps ignoring it (Python then installs no
+    KeyboardInterrupt handler), and something in a test worker can leave it ignored (a kernel
+    manager, a library). The tests send Ctrl-C to children and expect them to stop.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
