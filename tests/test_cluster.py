@@ -21,7 +21,7 @@ from test_real_servers import DECISION, STRETCH, no_server_left_behind, random_t
 
 from simulator.algorithms import ALGORITHMS, EchoMQ
 from simulator.backends import BackendError, ClusterBackend, ScriptError
-from simulator.backends.embedded import EmbeddedCluster
+from simulator.backends.embedded_cluster import EmbeddedCluster
 from simulator.cli.runs import leftover_keys, run_keys
 from simulator.playback import replay
 from simulator.realtime import SERVER_TIME_FREE

@@ -17,7 +17,8 @@ from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
-from simulator.backends.embedded import EmbeddedCluster, EmbeddedValkey
+from simulator.backends.embedded import EmbeddedValkey
+from simulator.backends.embedded_cluster import EmbeddedCluster
 from simulator.backends.process import valkey_binary
 from simulator.backends.specs import open_url
 

@@ -138,7 +138,8 @@ def make_backend(spec: str = "fakeredis") -> Backend:
     that names no usable server raises :class:`BackendSpecError`, one that cannot be reached
     :class:`BackendError`; both messages name the spec (its password shown as ``***``).
     """
-    from simulator.backends.embedded import EmbeddedCluster, EmbeddedValkey
+    from simulator.backends.embedded import EmbeddedValkey
+    from simulator.backends.embedded_cluster import EmbeddedCluster
 
     if spec == "fakeredis":
         return FakeRedisBackend()
