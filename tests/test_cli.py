@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from simulator.algorithms import ALGORITHMS
+
 ROOT = Path(__file__).resolve().parents[1]
 APACHE_LOG = ROOT / "data" / "traces" / "apache_combined_sample.log"
-ALGORITHMS = ("fixed_window", "echomq", "sliding_log", "sliding_counter")
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

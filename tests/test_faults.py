@@ -73,21 +73,27 @@ def rows_on_disk(path: Path) -> int:
         return 0
 
 
-def start_replay(tmp_path: Path, *extra: str, n: int = 400_000):
-    trace_csv, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
-    trace = write_trace(trace_csv, n)
-    args = ["replay", str(trace_csv), "--algorithm", "sliding_log", "--limit", str(LIMIT)]
-    args += ["--window", str(WINDOW_S), "--backend", "valkey", "--out", str(out_csv), *extra]
+def start_cli(*args: str, announced: bool = True, **env: str) -> tuple[subprocess.Popen, str]:
+    """``python -m simulator ARGS`` in the background (no progress bars, stderr piped) and, if
+    ``announced`` (a run on a real server), the first line it writes: which server it started."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "simulator", *args],
         cwd=ROOT,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "TQDM_DISABLE": "1"},
+        env={**os.environ, "TQDM_DISABLE": "1", **env},
     )
     assert proc.stderr is not None
-    status = proc.stderr.readline()
+    return proc, proc.stderr.readline() if announced else ""
+
+
+def start_replay(tmp_path: Path, *extra: str, n: int = 400_000):
+    trace_csv, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
+    trace = write_trace(trace_csv, n)
+    args = ["replay", str(trace_csv), "--algorithm", "sliding_log", "--limit", str(LIMIT)]
+    args += ["--window", str(WINDOW_S), "--backend", "valkey", "--out", str(out_csv), *extra]
+    proc, status = start_cli(*args)
     match = re.match(r"backend valkey: valkey-server pid (\d+) on 127\.0\.0\.1:\d+/0", status)
     assert match, status
     return proc, int(match.group(1)), trace, out_csv
@@ -243,15 +249,7 @@ def test_leftover_keys_on_a_url_backend_refuse_the_run(tmp_path, capsys):
 
 def test_burst_interrupted_on_a_real_server_stops_its_server():
     args = ["burst", "--limit", "100000", "--backend", "valkey"]  # 200000 calls, one at a time
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "simulator", *args],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stderr is not None
-    status = proc.stderr.readline()
+    proc, status = start_cli(*args)
     match = re.match(r"backend valkey: valkey-server pid (\d+) on .* and (\S+), password", status)
     assert match, status
     pid, socket_path = int(match.group(1)), match.group(2)
@@ -304,16 +302,7 @@ def test_cluster_node_killed_mid_replay(tmp_path):
     trace = write_trace(trace_csv, 400_000)
     args = ["replay", str(trace_csv), "--algorithm", "fixed_window", "--limit", str(LIMIT)]
     args += ["--window", str(WINDOW_S), "--backend", "cluster", "--out", str(out_csv)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "simulator", *args],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "TQDM_DISABLE": "1"},
-    )
-    assert proc.stderr is not None
-    status = proc.stderr.readline()
+    proc, status = start_cli(*args)
     match = re.match(r"backend cluster: valkey-server pids (\d+), (\d+), (\d+) on ", status)
     assert match, status
     pids = [int(p) for p in match.groups()]
@@ -347,16 +336,7 @@ def test_server_killed_mid_replay_of_a_trace_out_of_order(tmp_path):
     shuffled.to_csv(trace_csv, index=False)
     args = ["replay", str(trace_csv), "--algorithm", "sliding_log", "--limit", str(LIMIT)]
     args += ["--window", str(WINDOW_S), "--backend", "valkey", "--out", str(out_csv)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "simulator", *args],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "TQDM_DISABLE": "1"},
-    )
-    assert proc.stderr is not None
-    status = proc.stderr.readline()
+    proc, status = start_cli(*args)
     match = re.match(r"backend valkey: valkey-server pid (\d+) on .* and (\S+), password", status)
     assert match, status
     pid, socket_path = int(match.group(1)), match.group(2)
@@ -400,14 +380,7 @@ def test_a_stopped_replay_leaves_no_temporary_files(tmp_path, sig):
     ordered.iloc[::-1].to_csv(trace_csv, index=False)  # newest first: every chunk out of order
     args = ["replay", str(trace_csv), "--algorithm", "fixed_window", "--limit", "5"]
     args += ["--window", "1", "--out", str(tmp_path / "out.csv")]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "simulator", *args],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(tmp)},
-    )
+    proc, _ = start_cli(*args, announced=False, TMPDIR=str(tmp))
     deadline = time.monotonic() + 120
     while not list(tmp.glob("*/run-*")):  # the first sorted run is on disk
         assert proc.poll() is None and time.monotonic() < deadline
