@@ -2,4 +2,4 @@ import sys
 
 from simulator.cli import main
 
-sys.exit(main())
+sys.exit(main(restore_signals=False))

@@ -38,16 +38,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The last SIGTERM this process got (a library may re-raise KeyboardInterrupt without its text).
+_TERMINATED: list[int] = []
+
+
 def _terminate(signum: int, frame: Any) -> None:
+    _TERMINATED.append(signum)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, restore_signals: bool = True) -> int:
+    """Run one command; the exit status. ``restore_signals=False`` (the program itself, not a
+    caller in Python) leaves Ctrl-C and SIGTERM ignored once one has stopped the run, so that
+    the way out is not interrupted again."""
     os.environ.setdefault("MPLBACKEND", "Agg")  # charts are files here, never windows
     parser = build_parser()
     args = parser.parse_args(argv)
     # SIGTERM (a job runner, `kill`) takes the same way out as Ctrl-C: servers stopped, files
     # closed, one message. Commands that must finish a call first install their own handler.
+    _TERMINATED.clear()
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args) or 0)
@@ -58,11 +67,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{parser.prog} {args.command}: failed: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
-        signum = signal.SIGTERM if str(exc) == f"signal {int(signal.SIGTERM)}" else signal.SIGINT
+        calm = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        by_term = _TERMINATED or str(exc) == f"signal {int(signal.SIGTERM)}"
+        signum = signal.SIGTERM if by_term else signal.SIGINT
         print(
             f"{parser.prog} {args.command}: interrupted ({signal.Signals(signum).name})",
             file=sys.stderr,
         )
+        if restore_signals:
+            signal.signal(signal.SIGINT, calm[signal.SIGINT])
         return 128 + signum
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if restore_signals:
+            signal.signal(signal.SIGTERM, previous)
