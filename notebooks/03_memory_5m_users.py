@@ -42,7 +42,7 @@ DATA_DIR = "../data"  # where python -m simulator memory wrote its tables
 import pandas as pd
 
 from simulator.charts import memory as charts_memory
-from simulator.studies import bigkey, memory
+from simulator.studies import bigkey, memory, memory_tables
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 20)
@@ -60,7 +60,7 @@ pd.set_option("display.max_columns", 20)
 # **Predict:** how far off is each figure on a real server? Which way?
 
 # %%
-board = memory.whiteboard(limit=100)
+board = memory_tables.whiteboard(limit=100)
 board.assign(whiteboard_total_gb=board["whiteboard_total_bytes"] / 1e9)
 
 # %% [markdown]
@@ -86,7 +86,7 @@ if REMEASURE:
         encoding = bigkey.encoding_sweep(backend, decisions=100, progress=False)
         backend.close()
 else:
-    tables = memory.read_tables(DATA_DIR)
+    tables = memory_tables.read_tables(DATA_DIR)
     per_user, growth = tables["per_user"], tables["growth"]
     bigkey, encoding = tables["bigkey"], tables["encoding"]
 
@@ -116,7 +116,7 @@ per_user[
 # the most any state of that algorithm costs):
 
 # %%
-side = memory.compare(per_user, limit=100)
+side = memory_tables.compare(per_user, limit=100)
 side
 
 # %% [markdown]

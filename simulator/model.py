@@ -16,7 +16,6 @@ import hashlib
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -128,7 +127,7 @@ def _start_clients(
     env: simpy.Environment, scenario: Scenario, ask: Callable[[str], Decision]
 ) -> None:
     """A process for each client that reacts; one feeder for all the others' requests."""
-    times: list[list[float]] = []
+    times: list[np.ndarray] = []
     owners: list[int] = []
     names: list[str] = []
     for i, spec in enumerate(scenario.clients):
@@ -137,13 +136,13 @@ def _start_clients(
             env.process(process_for(env, spec, ask, rng))
             continue
         when = arrivals(spec, rng, scenario.duration_ms)
-        if when:
+        if len(when):
             times.append(when)
             owners.append(len(names))
             names.append(spec.name)
     if not times:
         return
-    t_ms = np.fromiter(chain.from_iterable(times), dtype="float64")
+    t_ms = np.concatenate(times)
     who = np.repeat(np.array(owners, dtype="int64"), [len(w) for w in times])
     del times
     order = np.argsort(t_ms, kind="stable")  # ties in client order, as the processes had them

@@ -9,10 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.scenario import ConfigError
+from simulator.studies.adversaries import BurstSchedule, EndBunching, SeamTimer
 from simulator.studies.adversary import (
-    BurstSchedule,
-    EndBunching,
-    SeamTimer,
     SearchConfig,
     confirm_on_lua,
     peak_admitted,

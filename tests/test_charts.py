@@ -32,7 +32,7 @@ from simulator.paths import DATA_DIR
 from simulator.studies import queue_studies as qs
 from simulator.studies.accuracy import load_sweep, run_study
 from simulator.studies.families import Family, offered
-from simulator.studies.memory import read_tables
+from simulator.studies.memory_tables import read_tables
 from simulator.studies.queue_budget import QueueScenario, Room, run_many, sweep
 
 LIMIT, WINDOW_MS = 5, 1000

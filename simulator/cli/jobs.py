@@ -138,7 +138,7 @@ def memory(out_dir: Path, full: bool) -> list[Path]:
     """Charts from the committed memory tables (no server needed; ``memory`` measures them)."""
     from simulator.charts import save
     from simulator.charts.memory import bigkey_figure, encoding_cliff_figure, per_user_figure
-    from simulator.studies.memory import read_tables
+    from simulator.studies.memory_tables import read_tables
 
     source = out_dir if list(Path(out_dir).glob("memory_per_user_*.csv")) else DATA_DIR
     tables = read_tables(source)

@@ -75,7 +75,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     from simulator.cli.tally import ReplayTally
     from simulator.playback import replay_requests
     from simulator.realtime import needs_real_time
-    from simulator.traces import scan_trace
+    from simulator.trace_scan import scan_trace
 
     with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:

@@ -2,14 +2,8 @@
 
 A limit of L per W promises that no client gets much more than L requests through in any trailing
 window (t - W, t]. Each algorithm keeps that promise differently, and each has a schedule that
-stretches it furthest. Two hand-made adversaries know the window length and the clock grid:
-
-    SeamTimer    L requests 1 ms before a grid seam and L right on it (the aligned window's 2x)
-    EndBunching  L requests at the very end of one grid window and L again at the end of the next,
-                 1 ms earlier, so both bursts sit in one trailing window (the counter's estimate
-                 assumes last window's requests were spread evenly; here they were not)
-
-and :func:`search` finds schedules without being told: a seeded evolutionary search over burst
+stretches it furthest. Two hand-made adversaries (:mod:`simulator.studies.adversaries`) know the
+window length and the clock grid, and :func:`search` finds schedules without being told: a seeded evolutionary search over burst
 schedules (a few bursts, each ``n`` requests at one millisecond) whose fitness is the most requests
 admitted in any (t - W, t], judged by the bulk reference (:mod:`simulator.fastref`). Mutations
 move bursts by small and large steps, onto the grid (the adversary knows W), onto another burst's
@@ -27,16 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulator.clients import burst_at, register_process
 from simulator.fastref import decide_bulk
 from simulator.metrics import max_in_window, trailing_admitted
 from simulator.model import simulate
 from simulator.scenario import ClientSpec, ConfigError, Scenario
+from simulator.studies.adversaries import Burst, BurstSchedule, EndBunching, SeamTimer
 
 __all__ = [
-    "BurstSchedule",
-    "SeamTimer",
-    "EndBunching",
     "peak_admitted",
     "SearchConfig",
     "SearchResult",
@@ -44,61 +35,6 @@ __all__ = [
     "confirm_on_lua",
     "worst_cases",
 ]
-
-Burst = tuple[int, int]  # (at_ms, n)
-
-
-@dataclass(frozen=True)
-class BurstSchedule(ClientSpec):
-    """``n[i]`` requests at millisecond ``at_ms[i]``."""
-
-    at_ms: tuple[int, ...] = ()
-    n: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if len(self.at_ms) != len(self.n):
-            raise ConfigError("BurstSchedule.n: needs one count per time in at_ms")
-        if any(not isinstance(t, int) or t < 0 for t in self.at_ms):
-            raise ConfigError(f"BurstSchedule.at_ms: must be integers >= 0, got {self.at_ms!r}")
-        if any(not isinstance(k, int) or k < 1 for k in self.n):
-            raise ConfigError(f"BurstSchedule.n: must be integers >= 1, got {self.n!r}")
-
-    def bursts(self) -> list[Burst]:
-        return sorted(zip(self.at_ms, self.n, strict=True))
-
-
-@dataclass(frozen=True)
-class SeamTimer(ClientSpec):
-    """``n`` requests ``before_ms`` before grid seam ``seam`` (a multiple of W) and ``n`` on it."""
-
-    window_ms: int = 60_000
-    n: int = 100
-    seam: int = 1
-    before_ms: int = 1
-
-    def bursts(self) -> list[Burst]:
-        at = self.seam * self.window_ms
-        return [(at - self.before_ms, self.n), (at, self.n)]
-
-
-@dataclass(frozen=True)
-class EndBunching(ClientSpec):
-    """``n`` requests at the end of each of ``windows`` grid windows, each 1 ms earlier than the
-    last (``lead_ms + k`` before the end of window k), so consecutive bursts are < W apart."""
-
-    window_ms: int = 60_000
-    n: int = 100
-    windows: int = 2
-    lead_ms: int = 1
-
-    def bursts(self) -> list[Burst]:
-        w = self.window_ms
-        return [((k + 1) * w - self.lead_ms - k, self.n) for k in range(self.windows)]
-
-
-for _spec in (BurstSchedule, SeamTimer, EndBunching):
-    register_process(_spec, burst_at, reacts=False)  # the same player as BurstAt's
 
 
 def peak_admitted(
