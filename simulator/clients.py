@@ -122,10 +122,22 @@ def _delay_to(now: float, t: float) -> float:
 
 
 def feeder(
-    env: simpy.Environment, t_ms: np.ndarray, who: np.ndarray, names: list[str], ask: Ask
+    env: simpy.Environment,
+    t_ms: np.ndarray,
+    who: np.ndarray,
+    names: list[str],
+    ask: Ask,
+    cost: np.ndarray | None = None,
 ) -> Proc:
-    """Asks for ``names[who[i]]`` at ``t_ms[i]`` (sorted), each at exactly its instant."""
-    for t, i in zip(t_ms.tolist(), who.tolist(), strict=True):
+    """Asks for ``names[who[i]]`` at ``t_ms[i]`` (sorted), each at exactly its instant, at cost
+    ``cost[i]`` (1 each when None)."""
+    if cost is None:
+        for t, i in zip(t_ms.tolist(), who.tolist(), strict=True):
+            if t > env.now:
+                yield env.timeout(_delay_to(env.now, t))
+            ask(names[i])
+        return
+    for t, i, k in zip(t_ms.tolist(), who.tolist(), cost.tolist(), strict=True):
         if t > env.now:
             yield env.timeout(_delay_to(env.now, t))
-        ask(names[i])
+        ask(names[i], k)

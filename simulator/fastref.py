@@ -15,12 +15,14 @@ accuracy study check that on samples of real script runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import BULK
+from simulator.algorithms import ALGORITHMS, BULK
+from simulator.algorithms.base import own_params
 from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 
 __all__ = ["Bulk", "decide_bulk", "decide_trace"]
@@ -63,16 +65,22 @@ def decide_bulk(
     limit: int,
     window_ms: int,
     order: np.ndarray | None = None,
+    cost: np.ndarray | None = None,
+    params: Mapping[str, float] | None = None,
 ) -> Bulk:
     """Decide every request ``(codes[i], t_ms[i])`` (integer client codes, integer ms).
 
     Requests of one client are decided in time order, ties in row order, as a replay would.
-    Pass ``order`` (from an earlier :class:`Bulk`) to skip the sort.
+    Pass ``order`` (from an earlier :class:`Bulk`) to skip the sort. ``cost``: each request's
+    cost (default 1 each); ``params``: the algorithm's own parameters (defaults for the rest).
     """
     if algorithm not in BULK:
         raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(BULK)}")
     limit = check_int("decide_bulk", "limit", limit, 1, MAX_LIMIT)
     window_ms = check_int("decide_bulk", "window_ms", window_ms, 1, MAX_WINDOW_MS)
+    resolved = own_params(
+        "decide_bulk", ALGORITHMS[algorithm].params_declared, params or {}, limit, window_ms
+    )
     codes = np.asarray(codes, dtype="int64")
     t_ms = np.asarray(t_ms, dtype="int64")
     n = len(t_ms)
@@ -81,7 +89,14 @@ def decide_bulk(
         return Bulk(np.empty(0, dtype=bool), np.empty(0, dtype="float64"), empty)
     if order is None:
         order = _sort(codes, t_ms)
-    allowed_s, count_s = BULK[algorithm](codes[order], t_ms[order], int(limit), int(window_ms))
+    if cost is not None:
+        cost = np.asarray(cost, dtype="int64")
+        if len(cost) != n or (n and int(cost.min()) < 1):
+            raise ConfigError("decide_bulk.cost: one integer >= 1 per request")
+        cost = None if bool((cost == 1).all()) else cost[order]
+    allowed_s, count_s = BULK[algorithm](
+        codes[order], t_ms[order], int(limit), int(window_ms), cost, resolved
+    )
     allowed, count = np.empty(n, dtype=bool), np.empty(n, dtype="float64")
     allowed[order], count[order] = allowed_s, count_s
     return Bulk(allowed, count, order)

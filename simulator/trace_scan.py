@@ -47,6 +47,8 @@ class TraceScan:
     t_min_ms: int = 0
     t_max_ms: int = 0
     prefix: int = 0
+    #: True when the trace gives each request a cost (a ``cost`` column).
+    costs: bool = False
     spool: Spool | None = None
     stamp: tuple[int, ...] = ()
 
@@ -73,14 +75,23 @@ class TraceScan:
             return
         prefix = _first(self.in_file_order(_spool.BLOCK_ROWS), self.prefix)
         blocks = (
-            Block(np.array(p.t_ms, "int64"), np.array(p.positions), p.clients) for p in prefix
+            Block(np.array(p.t_ms, "int64"), np.array(p.positions), _items(p)) for p in prefix
         )
         for block in self.spool.merged(blocks):
-            yield Requests(block.minor.tolist(), block.major.tolist(), block.items)
+            if self.costs:  # the items are (client, cost) pairs
+                clients, costs = (list(x) for x in zip(*block.items, strict=True))
+                yield Requests(block.minor.tolist(), block.major.tolist(), clients, costs)
+            else:
+                yield Requests(block.minor.tolist(), block.major.tolist(), block.items)
 
     def close(self) -> None:
         if self.spool is not None:
             self.spool.close()
+
+
+def _items(part: Requests) -> list:
+    """What the spool carries for each request: its client, or (client, cost)."""
+    return part.clients if part.costs is None else list(zip(part.clients, part.costs, strict=True))
 
 
 def _first(chunks: Iterable[Requests], n: int) -> Iterator[Requests]:
@@ -89,7 +100,7 @@ def _first(chunks: Iterable[Requests], n: int) -> Iterator[Requests]:
         if n <= 0:
             return
         if len(part.t_ms) > n:
-            part = Requests(part.positions[:n], part.t_ms[:n], part.clients[:n])
+            part = part.part(0, n)
         n -= len(part.t_ms)
         yield part
 
@@ -109,6 +120,7 @@ def scan_trace(
     scan = TraceScan(path, fmt, stamp=_stamp(path))
     last = -1
     for part in iter_trace(path, fmt):
+        scan.costs = part.costs is not None
         t = np.array(part.t_ms, dtype="int64")
         lo, hi = int(t.min()), int(t.max())
         scan.t_min_ms = lo if not scan.requests else min(lo, scan.t_min_ms)
@@ -124,9 +136,10 @@ def scan_trace(
                 if workdir is None:
                     raise ValueError("workdir: needed to sort a trace that is out of order")
                 scan.spool = Spool(workdir, run_rows)
-                scan.spool.add(part.t_ms[first:], part.positions[first:], part.clients[first:])
+                rest = part.part(first)
+                scan.spool.add(rest.t_ms, rest.positions, _items(rest))
         else:
-            scan.spool.add(part.t_ms, part.positions, part.clients)
+            scan.spool.add(part.t_ms, part.positions, _items(part))
         if on_progress is not None:
             on_progress(len(t))
     return scan

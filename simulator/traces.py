@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.records import CLIENT_DTYPE
-from simulator.scenario import MAX_T_MS, ConfigError
+from simulator.scenario import MAX_LIMIT, MAX_T_MS, ConfigError
 
 __all__ = [
     "TraceError",
@@ -59,11 +59,18 @@ class TraceError(ValueError):
 
 
 class Requests(NamedTuple):
-    """Some requests of a trace: their positions in it (from 0, in file order), times, clients."""
+    """Some requests of a trace: their positions in it (from 0, in file order), times, clients,
+    and their costs (None: every request costs 1, as in a trace without a ``cost`` column)."""
 
     positions: Sequence[int]
     t_ms: list[int]
     clients: list[str]
+    costs: list[int] | None = None
+
+    def part(self, lo: int, hi: int | None = None) -> Requests:
+        """Requests ``lo`` to ``hi`` of these."""
+        costs = None if self.costs is None else self.costs[lo:hi]
+        return Requests(self.positions[lo:hi], self.t_ms[lo:hi], self.clients[lo:hi], costs)
 
 
 def parse_t_ms(text: str) -> int:
@@ -109,8 +116,21 @@ def exact_t_ms(values: Iterable[object] | np.ndarray, what: str = "trace.t_ms") 
     return exact.astype("int64")
 
 
+def _cost(path: Path, line: int, text: str) -> int:
+    try:
+        cost = int(text)
+    except ValueError:
+        cost = 0
+    if not 1 <= cost <= MAX_LIMIT:
+        raise TraceError(
+            f"{path}:{line}: cost {text!r} must be a whole number from 1 to {MAX_LIMIT:,}"
+        )
+    return cost
+
+
 def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Requests]:
-    """CSV with a header holding ``t_ms`` and ``client`` (in any column order), in chunks."""
+    """CSV with a header holding ``t_ms`` and ``client`` (in any column order), in chunks; an
+    optional ``cost`` column gives each request's cost (a whole number >= 1)."""
     path, chunk = Path(path), chunk or CHUNK_REQUESTS
     with _open(path) as fh:
         reader = csv.reader(fh)
@@ -121,14 +141,16 @@ def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Reque
         missing = [c for c in ("t_ms", "client") if c not in names]
         if missing:
             raise TraceError(f"{path}:1: header lacks {', '.join(missing)} (found {header})")
-        for name in ("t_ms", "client"):
+        for name in ("t_ms", "client", "cost"):
             if names.count(name) > 1:
                 raise TraceError(
                     f"{path}:1: the header holds column {name!r} {names.count(name)} times "
                     f"(found {header}); which one is meant?"
                 )
         it, ic, width = names.index("t_ms"), names.index("client"), len(names)
+        ik = names.index("cost") if "cost" in names else None
         start, t_ms, clients = 0, list[int](), list[str]()
+        costs: list[int] | None = None if ik is None else []
         for row in reader:
             if len(row) != width:
                 if not row:
@@ -148,11 +170,15 @@ def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Reque
                     raise TraceError(f"{path}:{reader.line_num}: t_ms {text!r} {exc}") from None
             t_ms.append(t)
             clients.append(row[ic])
+            if costs is not None:
+                text = row[ik]  # type: ignore[index]
+                costs.append(1 if text == "1" else _cost(path, reader.line_num, text))
             if len(t_ms) == chunk:
-                yield Requests(range(start, start + chunk), t_ms, clients)
+                yield Requests(range(start, start + chunk), t_ms, clients, costs)
                 start, t_ms, clients = start + chunk, [], []
+                costs = None if costs is None else []
         if t_ms:
-            yield Requests(range(start, start + len(t_ms)), t_ms, clients)
+            yield Requests(range(start, start + len(t_ms)), t_ms, clients, costs)
 
 
 # host ident authuser [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" status bytes ...
@@ -212,14 +238,21 @@ def iter_trace(path: str | Path, fmt: str = "csv", chunk: int | None = None) -> 
 
 
 def _frame(chunks: Iterable[Requests]) -> pd.DataFrame:
+    """The requests as a frame: ``t_ms``, ``client`` and, if the trace has costs, ``cost``."""
     t_ms: list[int] = []
     clients: list[str] = []
+    costs: list[int] = []
     for part in chunks:
         t_ms += part.t_ms
         clients += part.clients
-    return pd.DataFrame(
+        if part.costs is not None:
+            costs += part.costs
+    frame = pd.DataFrame(
         {"t_ms": np.array(t_ms, dtype="int64"), "client": pd.array(clients, dtype=CLIENT_DTYPE)}
     )
+    if costs:
+        frame["cost"] = np.array(costs, dtype="int64")
+    return frame
 
 
 def read_csv_trace(path: str | Path) -> pd.DataFrame:

@@ -16,6 +16,8 @@ bit (a test holds them together), so a Poisson client of the model is played ahe
 running its process. :func:`poisson_by_count` draws how many requests fall in a span and then
 where (uniform order statistics): cheaper for the accuracy study's crowds of clients, and the
 form :func:`on_off_times` and :func:`diurnal_times` build on.
+
+What a request costs (1, or drawn from a client's mix) comes from :func:`draw_costs`.
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ __all__ = [
     "poisson_by_count",
     "on_off_times",
     "diurnal_times",
+    "draw_costs",
 ]
 
-Ask = Callable[[str], Decision]
+#: ``ask(client, cost=1)``: decide one request of ``client`` now.
+Ask = Callable[..., Decision]
 Proc = Generator[simpy.Event, Any, None]
 
 
@@ -101,18 +105,38 @@ def on_off(env: simpy.Environment, spec: OnOff, ask: Ask, rng: np.random.Generat
 
 
 def polite(env: simpy.Environment, spec: Polite, ask: Ask, rng: np.random.Generator) -> Proc:
-    """Steady, but a refused client waits the Retry-After it was given and asks again."""
+    """Steady, but a refused client waits the Retry-After it was given and asks again (at the
+    same cost). Told "never" (Retry-After -1: the request costs more than the limiter can ever
+    admit), it gives that request up and goes on with the next."""
     if spec.rate_per_s == 0:
         return
     gap_ms = 1000.0 / spec.rate_per_s
+    fixed = spec.cost if isinstance(spec.cost, int) else None
     yield env.timeout(spec.start_ms)
     while True:
-        decision = ask(spec.name)
-        while not decision.allowed:
-            # Honour Retry-After; a server that says 0 (or "never", -1) gets one more millisecond.
+        cost = fixed if fixed is not None else int(draw_costs(spec.cost, rng, 1)[0])
+        decision = ask(spec.name, cost)
+        while not decision.allowed and decision.retry_after_ms >= 0:
+            # Honour Retry-After; a server that says 0 gets one more millisecond.
             yield env.timeout(max(1, decision.retry_after_ms))
-            decision = ask(spec.name)
+            decision = ask(spec.name, cost)
         yield env.timeout(gap_ms)
+
+
+# --- costs ---------------------------------------------------------------------------------------
+
+
+def draw_costs(
+    cost: int | tuple[tuple[int, float], ...], rng: np.random.Generator | None, n: int
+) -> np.ndarray:
+    """``n`` requests' costs (int64): all ``cost``, or drawn independently from the mix."""
+    if isinstance(cost, int):
+        return np.full(n, cost, dtype="int64")
+    if rng is None:
+        raise ValueError("draw_costs: a cost mix needs a random generator")
+    values = np.array([c for c, _ in cost], dtype="int64")
+    weights = np.array([w for _, w in cost], dtype="float64")
+    return values[rng.choice(len(values), size=n, p=weights / weights.sum())]
 
 
 # --- vectorised traces ---------------------------------------------------------------------------

@@ -28,6 +28,8 @@ SMALL = (
     memory.Layout("sliding_log", id_format="uuid4"),
     memory.Layout("sliding_counter"),
     memory.Layout("sliding_counter", "seam"),
+    memory.Layout("token_bucket"),
+    memory.Layout("gcra"),
     memory.Layout("sliding_log", limit=1000, id_format="now_ms-seq"),
 )
 REQUIRED = {

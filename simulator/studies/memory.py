@@ -162,7 +162,8 @@ def build_users(
             for t_ms in times:
                 script, keys, args = limiter.call(client, t_ms)
                 if layout.id_format == "uuid4":
-                    args = (*args[:3], str(uuid.UUID(bytes=rng.bytes(16), version=4)))
+                    member = str(uuid.UUID(bytes=rng.bytes(16), version=4))
+                    args = (*args[:3], member, *args[4:])  # the request id swapped, cost kept
                 calls.append((script, keys, args))
         _pipelined(backend, calls)
     if layout.state == "idle":  # long after the last request: what expires has expired
