@@ -344,3 +344,27 @@ def test_save_writes_a_png_and_an_svg_and_the_svg_is_the_same_each_time(burst_fr
     again = save(fig, "burst", tmp_path / "c")
     assert again[1].read_bytes() == svg
     assert again[0].stat().st_size > 1000
+
+
+def test_contracts_figure_gives_each_algorithm_its_colour_and_hatches_the_variants():
+    from simulator.charts.contracts import contracts_figure
+    from simulator.studies.contracts import contracts_study
+
+    fams = [
+        Family("steady", "poisson", 4, load=0.5, limit=10, window_ms=5000, duration_ms=30_000),
+        Family("bursty", "on_off", 4, load=2.0, limit=10, window_ms=5000, duration_ms=30_000),
+    ]
+    table = contracts_study(families_=fams)
+    assert set(table["algorithm"]) == set(ALGORITHMS)
+    log = table[table["variant"] == "sliding_log"]
+    assert (log["admitted_vs_log_pct"] == 100).all() and (log["decided_differently_pct"] == 0).all()
+    fig = contracts_figure(table)
+    check_layout(fig, 2)
+    ax = fig.axes[0]
+    for container in ax.containers:
+        label = container.get_label()
+        name = next(n for n in ALGORITHMS if label.startswith(LABELS[n]))
+        edges = {rgba(p.get_edgecolor()) for p in container.patches}
+        assert edges == {rgba(PALETTE[name])}, label
+        hatched = {p.get_hatch() for p in container.patches}
+        assert hatched == ({"////"} if "burst=" in label else {None}), label

@@ -44,8 +44,10 @@ def accuracy(out_dir: Path, full: bool) -> list[Path]:
         schedule_figure,
         with_cloudflare,
     )
+    from simulator.charts.contracts import contracts_figure
     from simulator.studies.accuracy import load_sweep, lua_check, study
     from simulator.studies.adversary import SearchConfig, confirm_on_lua, worst_cases
+    from simulator.studies.contracts import contracts_study, small_burst_variants
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -55,6 +57,7 @@ def accuracy(out_dir: Path, full: bool) -> list[Path]:
         f"accuracy {size}: {len(decisions):,} decisions, {int(summary['clients'].sum()):,} clients",
         file=sys.stderr,
     )
+    contracts = contracts_study(size, progress=True)
     check = lua_check(size, 50_000 if full else 5_000, progress=True)
     sweep = pd.concat(
         [
@@ -65,19 +68,27 @@ def accuracy(out_dir: Path, full: bool) -> list[Path]:
     )
     # No wall-time budget: the committed tables must not depend on how busy the machine was.
     config = SearchConfig(generations=300 if full else 60, budget_s=float("inf"))
+    variants = small_burst_variants(config.limit)
     with tqdm(
-        total=len(ALGORITHMS), desc="adversary search", unit="algorithm", disable=None
+        total=len(ALGORITHMS) + len(variants),
+        desc="adversary search",
+        unit="algorithm",
+        disable=None,
     ) as bar:
-        worst, results = worst_cases(tuple(ALGORITHMS), config, on_algorithm=lambda a: bar.update())
+        worst, results = worst_cases(
+            tuple(ALGORITHMS), config, on_algorithm=lambda a: bar.update(), variants=variants
+        )
     frames = {
         a: confirm_on_lua(a, r.schedule, config.limit, config.window_ms)[1]
         for a, r in results.items()
+        if a in ALGORITHMS
     }
     paths: list[Path] = []
     tables = {
         "accuracy_summary.csv": with_cloudflare(summary),
         "accuracy_lua_check.csv": check,
         "accuracy_load_sweep.csv": sweep,
+        "accuracy_contracts.csv": contracts,
         "adversary_worst_cases.csv": worst,
     }
     for name, table in tables.items():
@@ -86,6 +97,7 @@ def accuracy(out_dir: Path, full: bool) -> list[Path]:
     paths += save(families_figure(summary), "accuracy_families", out_dir)
     paths += save(error_figure(decisions), "accuracy_error_distribution", out_dir)
     paths += save(load_sweep_figure(sweep), "accuracy_load_sweep", out_dir)
+    paths += save(contracts_figure(contracts), "accuracy_contracts", out_dir)
     paths += save(
         schedule_figure(frames, config.limit, config.window_ms), "adversary_schedule", out_dir
     )

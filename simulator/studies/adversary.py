@@ -15,7 +15,7 @@ the real scripts on the virtual clock (:func:`confirm_on_lua`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,15 +38,22 @@ __all__ = [
 
 
 def peak_admitted(
-    algorithm: str, bursts: list[Burst], limit: int, window_ms: int
+    algorithm: str,
+    bursts: list[Burst],
+    limit: int,
+    window_ms: int,
+    params: Mapping[str, float] | None = None,
 ) -> tuple[int, int]:
-    """Most requests of one client admitted in any (t - W, t], and the first t where it happens."""
+    """Most requests of one client admitted in any (t - W, t], and the first t where it happens
+    (``params``: the algorithm's own, e.g. a bucket's burst)."""
     if not bursts:
         return 0, 0
     at = np.array([b[0] for b in bursts], dtype="int64")
     n = np.array([b[1] for b in bursts], dtype="int64")
     t = np.repeat(at, n)
-    bulk = decide_bulk(algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms)
+    bulk = decide_bulk(
+        algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms, params=params
+    )
     adm = t[bulk.allowed]
     if len(adm) == 0:
         return 0, 0
@@ -106,6 +113,7 @@ def search(
     algorithm: str,
     config: SearchConfig = SearchConfig(),
     on_generation: Callable[[int, int], None] | None = None,
+    params: Mapping[str, float] | None = None,
 ) -> SearchResult:
     """Evolve burst schedules that maximise the most admitted in any (t - W, t]."""
     c, started = config, time.perf_counter()
@@ -119,7 +127,10 @@ def search(
     def fitness(ind: list[Burst]) -> tuple[int, int]:
         key = tuple(ind)
         if key not in cache:  # most admitted first; fewer requests sent breaks ties
-            cache[key] = (peak_admitted(algorithm, ind, L, w)[0], -sum(n for _, n in ind))
+            cache[key] = (
+                peak_admitted(algorithm, ind, L, w, params)[0],
+                -sum(n for _, n in ind),
+            )
         return cache[key]
 
     def random_one() -> list[Burst]:
@@ -179,8 +190,8 @@ def search(
             children.append(child)
         population = children
         generation += 1
-    best = _polish(algorithm, max(population, key=fitness), L, w)
-    peak, peak_t = peak_admitted(algorithm, best, L, w)
+    best = _polish(algorithm, max(population, key=fitness), L, w, params)
+    peak, peak_t = peak_admitted(algorithm, best, L, w, params)
     return SearchResult(
         algorithm,
         BurstSchedule(f"search-{algorithm}", tuple(t for t, _ in best), tuple(n for _, n in best)),
@@ -194,14 +205,21 @@ def search(
     )
 
 
-def _polish(algorithm: str, best: list[Burst], limit: int, window_ms: int) -> list[Burst]:
+def _polish(
+    algorithm: str,
+    best: list[Burst],
+    limit: int,
+    window_ms: int,
+    params: Mapping[str, float] | None = None,
+) -> list[Burst]:
     """Drop bursts and trim sizes that do not change the peak, so the schedule reads clearly."""
-    peak = peak_admitted(algorithm, best, limit, window_ms)[0]
+
+    def peak_of(bursts: list[Burst]) -> int:
+        return peak_admitted(algorithm, bursts, limit, window_ms, params)[0]
+
+    peak = peak_of(best)
     for i in reversed(range(len(best))):
-        if (
-            len(best) > 1
-            and peak_admitted(algorithm, best[:i] + best[i + 1 :], limit, window_ms)[0] == peak
-        ):
+        if len(best) > 1 and peak_of(best[:i] + best[i + 1 :]) == peak:
             best = best[:i] + best[i + 1 :]
     for i in range(len(best)):
         t, n = best[i]
@@ -209,45 +227,58 @@ def _polish(algorithm: str, best: list[Burst], limit: int, window_ms: int) -> li
         while lo < hi:
             mid = (lo + hi) // 2
             trial = best[:i] + [(t, mid)] + best[i + 1 :]
-            if peak_admitted(algorithm, trial, limit, window_ms)[0] == peak:
+            if peak_of(trial) == peak:
                 hi = mid
             else:
                 lo = mid + 1
         trial = best[:i] + [(t, lo)] + best[i + 1 :]
-        if peak_admitted(algorithm, trial, limit, window_ms)[0] == peak:
+        if peak_of(trial) == peak:
             best = trial
     return best
 
 
 def confirm_on_lua(
-    algorithm: str, spec: ClientSpec, limit: int, window_ms: int
+    algorithm: str,
+    spec: ClientSpec,
+    limit: int,
+    window_ms: int,
+    params: Mapping[str, float] | None = None,
 ) -> tuple[int, pd.DataFrame]:
     """Play an adversary through the real script on fakeredis: (most admitted in a window, log)."""
     last = max(t for t, _ in spec.bursts())  # type: ignore[attr-defined]
-    scenario = Scenario(algorithm, limit, window_ms, last + 1, (spec,))
+    scenario = Scenario(algorithm, limit, window_ms, last + 1, (spec,), params=dict(params or {}))
     frame = simulate(scenario)
     return int(max_in_window(frame, window_ms).iloc[0]), frame
+
+
+#: An algorithm with some of its own parameters set: (label, algorithm, params).
+Variant = tuple[str, str, Mapping[str, float]]
 
 
 def worst_cases(
     algorithms: tuple[str, ...],
     config: SearchConfig = SearchConfig(),
     on_algorithm: Callable[[str], None] | None = None,
+    variants: Sequence[Variant] = (),
 ) -> tuple[pd.DataFrame, dict[str, SearchResult]]:
-    """Per algorithm: the hand-made adversaries and the search, each confirmed on the Lua path."""
+    """Per algorithm (each with its defaults, then each variant, e.g. a bucket with a small
+    burst): the hand-made adversaries and the search, each confirmed on the Lua path. Results
+    are keyed by the algorithm's name or the variant's label."""
     L, w = config.limit, config.window_ms
     named: dict[str, SeamTimer | EndBunching] = {
         "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
         "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
     }
     rows, results = [], {}
-    for algorithm in algorithms:
-        result = search(algorithm, config)
-        results[algorithm] = result
-        row = {"algorithm": algorithm, "limit": L, "window_s": w / 1000}
+    runs: list[Variant] = [(a, a, {}) for a in algorithms] + list(variants)
+    for label, algorithm, params in runs:
+        result = search(algorithm, config, params=params)
+        results[label] = result
+        own = " ".join(f"{k}={v:g}" for k, v in params.items())
+        row = {"algorithm": algorithm, "params": own, "limit": L, "window_s": w / 1000}
         for name, spec in named.items():
-            row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w)[0]
-        lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w)
+            row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w, params)[0]
+        lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w, params)
         row |= {
             "search_max": result.max_in_window,
             "search_ratio": result.ratio,
@@ -258,5 +289,5 @@ def worst_cases(
         }
         rows.append(row)
         if on_algorithm is not None:
-            on_algorithm(algorithm)
+            on_algorithm(label)
     return pd.DataFrame(rows), results

@@ -116,7 +116,13 @@ def encoding_sweep(
 def bigkey_study(
     backend: RedisBackend,
     limits: Sequence[int] = (5, 100, 10_000),
-    algorithms: Sequence[str] = ("sliding_log", "fixed_window", "sliding_counter"),
+    algorithms: Sequence[str] = (
+        "sliding_log",
+        "fixed_window",
+        "sliding_counter",
+        "token_bucket",
+        "gcra",
+    ),
     decisions: int = 1000,
 ) -> pd.DataFrame:
     """Log versus counters at a login-sized, an interview-sized and an API-key-sized limit."""
