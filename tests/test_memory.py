@@ -188,6 +188,18 @@ def test_memory_command_writes_its_tables(tmp_path: Path):
     for name in ("memory_growth_1k.csv", "memory_bigkey.csv", "memory_encoding.csv"):
         assert (tmp_path / name).stat().st_size > 0
     assert "total at 5M" in done.stdout
+    before = per_user[per_user["algorithm"] != "gcra"]
+
+    # one algorithm again: its rows replaced, every other row as the first run wrote it
+    argv += ["--algorithm", "gcra"]
+    again = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    merged = pd.read_csv(tmp_path / "memory_per_user_1k.csv")
+    assert len(merged) == len(memory.LAYOUTS)
+    pd.testing.assert_frame_equal(
+        merged[merged["algorithm"] != "gcra"].reset_index(drop=True), before.reset_index(drop=True)
+    )
+    assert "wrote" in again.stdout and "memory_encoding.csv" not in again.stdout
 
 
 def test_memory_command_refuses_a_server_with_keys(server):

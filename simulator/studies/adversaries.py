@@ -6,19 +6,21 @@
     EndBunching    L requests at the very end of one grid window and L again at the end of the
                    next, 1 ms earlier, so both bursts sit in one trailing window (the counter's
                    estimate assumes last window's requests were spread evenly; here they were not)
+    BurstThenRate  a bucket's whole burst at once, then one request as each token comes back
 
 Each is played by the burst player of :mod:`simulator.traffic`, ahead of the run (none reacts).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from simulator.clients import register_process
 from simulator.scenario import ClientSpec, ConfigError
 from simulator.traffic import burst_at
 
-__all__ = ["Burst", "BurstSchedule", "SeamTimer", "EndBunching"]
+__all__ = ["Burst", "BurstSchedule", "SeamTimer", "EndBunching", "BurstThenRate"]
 
 Burst = tuple[int, int]  # (at_ms, n)
 
@@ -74,3 +76,24 @@ class EndBunching(ClientSpec):
 
 for _spec in (BurstSchedule, SeamTimer, EndBunching):
     register_process(_spec, burst_at, reacts=False)  # the same player as BurstAt's
+
+
+@dataclass(frozen=True)
+class BurstThenRate(ClientSpec):
+    """``n`` requests at once at ``at_ms``, then one every ``window_ms / rate`` ms (1 ms late, so
+    a bucket has refilled) until the window since the burst ends: what a bucket saved up, then
+    its refill as it comes. Against a bucket of ``burst`` tokens at ``rate`` per window, one
+    trailing window holds ``burst + rate - 1`` of them."""
+
+    window_ms: int = 60_000
+    n: int = 100
+    rate: int = 100
+    at_ms: int = 0
+
+    def bursts(self) -> list[Burst]:
+        gap = self.window_ms / self.rate
+        trickle = [(self.at_ms + math.ceil(k * gap) + 1, 1) for k in range(1, self.rate)]
+        return [(self.at_ms, self.n), *[b for b in trickle if b[0] < self.at_ms + self.window_ms]]
+
+
+register_process(BurstThenRate, burst_at, reacts=False)

@@ -25,7 +25,13 @@ from simulator.fastref import decide_bulk
 from simulator.metrics import max_in_window, trailing_admitted
 from simulator.model import simulate
 from simulator.scenario import ClientSpec, ConfigError, Scenario
-from simulator.studies.adversaries import Burst, BurstSchedule, EndBunching, SeamTimer
+from simulator.studies.adversaries import (
+    Burst,
+    BurstSchedule,
+    BurstThenRate,
+    EndBunching,
+    SeamTimer,
+)
 
 __all__ = [
     "peak_admitted",
@@ -265,10 +271,6 @@ def worst_cases(
     burst): the hand-made adversaries and the search, each confirmed on the Lua path. Results
     are keyed by the algorithm's name or the variant's label."""
     L, w = config.limit, config.window_ms
-    named: dict[str, SeamTimer | EndBunching] = {
-        "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
-        "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
-    }
     rows, results = [], {}
     runs: list[Variant] = [(a, a, {}) for a in algorithms] + list(variants)
     for label, algorithm, params in runs:
@@ -276,8 +278,14 @@ def worst_cases(
         results[label] = result
         own = " ".join(f"{k}={v:g}" for k, v in params.items())
         row = {"algorithm": algorithm, "params": own, "limit": L, "window_s": w / 1000}
+        burst = int(params.get("burst", L))
+        named: dict[str, ClientSpec] = {
+            "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
+            "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
+            "burst_then_rate": BurstThenRate("refill", w, burst, L, at_ms=w),
+        }
         for name, spec in named.items():
-            row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w, params)[0]
+            row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w, params)[0]  # type: ignore[attr-defined]
         lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w, params)
         row |= {
             "search_max": result.max_in_window,
