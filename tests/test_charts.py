@@ -367,4 +367,4 @@ def test_contracts_figure_gives_each_algorithm_its_colour_and_hatches_the_varian
         edges = {rgba(p.get_edgecolor()) for p in container.patches}
         assert edges == {rgba(PALETTE[name])}, label
         hatched = {p.get_hatch() for p in container.patches}
-        assert hatched == ({"////"} if "burst=" in label else {None}), label
+        assert hatched == ({"////"} if "small burst" in label else {None}), label

@@ -33,7 +33,7 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
             part = table[table["variant"] == variant].set_index("family").reindex(families)
             algorithm = kinds[variant]
             small = variant != algorithm
-            label = LABELS[algorithm] + (f" ({part['params'].iloc[0]})" if small else "")
+            label = LABELS[algorithm] + (" (small burst: limit / 10)" if small else "")
             ax.barh(
                 y0 + 0.4 - (k + 0.5) * height,
                 part[column].to_numpy(dtype=float),
@@ -48,11 +48,12 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
     axes[0].set_xlabel("% of the exact log's admissions (dotted: the log)")
     axes[1].set_xlabel("x the limit (dotted: the limit)")
     axes[0].set_yticks(y0, [f.replace("_", " ") for f in families])
-    axes[1].legend(fontsize=7, frameon=False, loc="lower right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle(
         "Different contracts, not approximations: fixed windows and buckets admit more than the "
         "exact log,\nand buckets with burst = limit let one client have up to 2x the limit in a window",
         fontsize=11,
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     return fig

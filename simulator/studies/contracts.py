@@ -40,10 +40,11 @@ Variant = tuple[str, str, Mapping[str, float]]
 
 
 def small_burst_variants(limit: int, share: float = 0.1) -> list[Variant]:
-    """Each algorithm that has a ``burst``, with a burst of ``share`` x the limit."""
+    """Each algorithm that has a ``burst``, with a burst of ``share`` x the limit (at least 1),
+    labelled ``<name> small burst`` whatever the limit (the ``params`` column says how small)."""
     burst = max(1, round(limit * share))
     return [
-        (f"{name} burst={burst}", name, {"burst": burst})
+        (f"{name} small burst", name, {"burst": burst})
         for name, cls in ALGORITHMS.items()
         if any(p.name == "burst" for p in cls.params_declared) and name in BULK
     ]
