@@ -12,6 +12,7 @@ from collections.abc import Callable
 from simulator.bench.accuracy import bench_accuracy
 from simulator.bench.clients import bench_clients
 from simulator.bench.core import bench_clock, bench_core
+from simulator.bench.fake import bench_fake
 from simulator.bench.replay import bench_replay_stream
 from simulator.bench.servers import bench_servers
 from simulator.bench.telemetry import bench_telemetry
@@ -22,6 +23,7 @@ __all__ = ["SECTIONS"]
 SECTIONS: dict[str, Callable[..., object]] = {
     "core": bench_core,
     "clock": bench_clock,
+    "fake": bench_fake,
     "accuracy": bench_accuracy,
     "telemetry": bench_telemetry,
     "servers": bench_servers,
