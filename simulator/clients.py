@@ -25,6 +25,7 @@ other order (two client specs with the same name).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -130,14 +131,19 @@ def feeder(
     cost: np.ndarray | None = None,
 ) -> Proc:
     """Asks for ``names[who[i]]`` at ``t_ms[i]`` (sorted), each at exactly its instant, at cost
-    ``cost[i]`` (1 each when None)."""
-    if cost is None:
-        for t, i in zip(t_ms.tolist(), who.tolist(), strict=True):
-            if t > env.now:
-                yield env.timeout(_delay_to(env.now, t))
-            ask(names[i])
-        return
-    for t, i, k in zip(t_ms.tolist(), who.tolist(), cost.tolist(), strict=True):
-        if t > env.now:
+    ``cost[i]`` (1 each when None).
+
+    On a virtual-time environment the clock is moved on directly while nothing else is
+    scheduled before the next request (no timeout event per request; the same instants)."""
+    advance = getattr(env, "advance", None)
+    if advance is None:
+        advance = _never
+    costs = repeat(1) if cost is None else cost.tolist()
+    for t, i, k in zip(t_ms.tolist(), who.tolist(), costs):
+        if t > env.now and not advance(t):
             yield env.timeout(_delay_to(env.now, t))
         ask(names[i], k)
+
+
+def _never(t: float) -> bool:
+    return False

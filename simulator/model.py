@@ -12,6 +12,7 @@ reached, after handing every decision made so far to ``on_rows``.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
 import warnings
@@ -32,15 +33,12 @@ from simulator.realtime import (
     late_ms,
     needs_real_time,
 )
-from simulator.records import Decision, DecisionLog
+from simulator.records import Decision, DecisionLog, Row
 from simulator.scenario import BurstAt, Scenario
 from simulator.traffic import draw_costs
 
 __all__ = ["simulate", "boundary_burst", "run_id_for", "Row"]
 
-#: One decided request for ``on_rows``: (position in the trace, client, t_ms, decision).
-#: One decision as it is handed on: (position, client, t_ms, decision, cost).
-Row = tuple[int, str, int, Decision, int]
 
 
 def run_id_for(*parts: object) -> str:
@@ -88,7 +86,9 @@ def simulate(
     extra = ((params,) if params else ()) + ((costs,) if any(c != 1 for c in costs) else ())
     run_id = run_id_for(scenario, *extra)
     log = DecisionLog(run_id, scenario.seed, scenario.algorithm)
-    decide, append = limiter.decide, log.append
+    decide = limiter.decide
+    # The log's columns, appended to directly: this is the hot path of every simulated request.
+    clients, times, decisions, costs = log.clients, log.t_ms, log.decisions, log.costs
     late: list[float] = []
     realtime = needs_real_time(backend, scenario.algorithm)
     watch = ExpiryWatch(scenario.window_ms) if not backend.virtual_time and not realtime else None
@@ -103,18 +103,29 @@ def simulate(
         if watch is not None:
             watch.end(now_ms)
         if on_rows is not None:
-            on_rows([(len(log), client, now_ms, decision, cost)])
-        append(client, now_ms, decision, cost)
+            on_rows([(len(decisions), client, now_ms, decision, cost)])
+        clients.append(client)
+        times.append(now_ms)
+        decisions.append(decision)
+        costs.append(cost)
         return decision
 
-    _start_clients(env, scenario, ask)
-    if isinstance(env, simpy.rt.RealtimeEnvironment):
-        env.sync()  # playing the clients ahead took wall time; the run starts now
+    # The log grows by objects that never form cycles; the cyclic collector would scan them all
+    # again and again (half of a run's time). It is off for the run and on again after it.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        env.run(until=scenario.duration_ms)
-    except (BackendError, ScriptError) as exc:
-        raise _stopped(exc, backend, math.floor(env.now), 0, len(log)) from exc
-    frame = log.frame()
+        _start_clients(env, scenario, ask)
+        if isinstance(env, simpy.rt.RealtimeEnvironment):
+            env.sync()  # playing the clients ahead took wall time; the run starts now
+        try:
+            env.run(until=scenario.duration_ms)
+        except (BackendError, ScriptError) as exc:
+            raise _stopped(exc, backend, math.floor(env.now), 0, len(log)) from exc
+        frame = log.frame()
+    finally:
+        if collecting:
+            gc.enable()
     if realtime:
         frame.attrs["late_ms"] = late
     if watch is not None and not watch.safe:

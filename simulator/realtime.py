@@ -32,6 +32,7 @@ __all__ = [
     "RT_FACTOR",
     "ServerClockWarning",
     "ExpiryWatch",
+    "VirtualEnvironment",
     "needs_real_time",
     "environment_for",
     "late_ms",
@@ -55,11 +56,30 @@ def needs_real_time(backend: Backend, algorithm: str) -> bool:
     return not backend.virtual_time and ALGORITHMS[algorithm].uses_server_time
 
 
+class VirtualEnvironment(simpy.Environment):
+    """Simulated time only, where a process may move the clock on by itself.
+
+    A process whose next instant comes before anything else is scheduled (the feeder of the
+    clients played ahead, between the requests of the clients that react) would wait with a
+    timeout that is the very next event anyway: :meth:`advance` moves the clock there at once,
+    without the event, so the same instants come in the same order at a fraction of the cost.
+    (SimPy keeps its clock in ``_now``; simpy is pinned for that reason.)
+    """
+
+    def advance(self, t: float) -> bool:
+        """Move the clock to ``t`` if nothing is scheduled until then; False if something is
+        (then wait with a timeout, as usual)."""
+        if self._now <= t < self.peek():
+            self._now = t
+            return True
+        return False
+
+
 def environment_for(backend: Backend, algorithm: str, initial_time: int = 0) -> simpy.Environment:
     """A virtual-time environment, or a real-time one (1 ms per ms) where the server's clock rules."""
     if needs_real_time(backend, algorithm):
         return simpy.rt.RealtimeEnvironment(initial_time, factor=RT_FACTOR, strict=False)
-    return simpy.Environment(initial_time)
+    return VirtualEnvironment(initial_time)
 
 
 def late_ms(env: simpy.Environment) -> float:

@@ -4,19 +4,31 @@ Each decision becomes one row of the decision log: who asked, when, at what cost
 request weighs more), whether it was admitted, the count or estimate the algorithm compared, and the values of the ``RateLimit-Limit``,
 ``RateLimit-Remaining``, ``RateLimit-Reset`` and (on a refusal) ``Retry-After`` headers, kept in
 milliseconds. :func:`to_frame` turns the rows into a pandas DataFrame with explicit dtypes.
+
+A replay decides a thousand requests per pipeline, and a million-row log must not cost a
+Python object per row and field: there the decisions travel column by column
+(:class:`DecisionColumns`, one typed array per field, parsed from a batch of replies;
+:class:`Decisions`, a batch with its requests), and :func:`frame_of` builds the frame from the
+columns as they are. A batch still reads as a sequence of :data:`Row` tuples for code that wants
+one decision at a time.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import pandas as pd
 
+from simulator.headers import HEADER_STYLES, http_headers
+
 __all__ = [
     "Decision",
+    "DecisionColumns",
+    "Decisions",
+    "Row",
+    "frame_of",
     "COLUMNS",
     "DTYPES",
     "CLIENT_DTYPE",
@@ -36,6 +48,112 @@ class Decision(NamedTuple):
     remaining: int
     reset_ms: int  # -1 when the key has no expiry
     retry_after_ms: int  # 0 when allowed
+
+
+#: One decided request as it is handed on: (position, client, t_ms, decision, cost).
+Row = tuple[int, str, int, Decision, int]
+#: The dtype of each field of a :class:`Decision` in a column.
+_FIELD_DTYPES = {
+    "allowed": np.bool_,
+    "count": np.float64,
+    "limit": np.int64,
+    "remaining": np.int64,
+    "reset_ms": np.int64,
+    "retry_after_ms": np.int64,
+}
+
+
+class DecisionColumns(NamedTuple):
+    """Decisions field by field, one array each (``retry_after_ms`` as the script sent it,
+    0 where allowed)."""
+
+    allowed: np.ndarray
+    count: np.ndarray
+    limit: np.ndarray
+    remaining: np.ndarray
+    reset_ms: np.ndarray
+    retry_after_ms: np.ndarray
+
+    @classmethod
+    def of(cls, decisions: Iterable[Decision]) -> DecisionColumns:
+        """The columns of some :class:`Decision` rows."""
+        decisions = list(decisions)
+        fields = zip(*decisions, strict=True) if decisions else [()] * len(_FIELD_DTYPES)
+        return cls(
+            *(
+                np.array(values, dtype=dtype)
+                for dtype, values in zip(_FIELD_DTYPES.values(), fields, strict=True)
+            )
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[DecisionColumns]) -> DecisionColumns:
+        if not parts:
+            return cls.of(())
+        return cls(*(np.concatenate(field) for field in zip(*parts, strict=True)))
+
+    def decision(self, i: int) -> Decision:
+        allowed, count, limit, remaining, reset_ms, retry = (field[i].item() for field in self)
+        return Decision(allowed, count, limit, remaining, reset_ms, retry)
+
+    def decisions(self) -> list[Decision]:
+        fields = (field.tolist() for field in self)
+        return list(map(Decision, *fields))
+
+
+class Decisions(Sequence[Row]):
+    """The decided requests of one batch, column by column: what a replay hands on.
+
+    ``positions``, ``clients``, ``t_ms`` and ``costs`` (None: every request cost 1) are the
+    requests' own, in the order decided; ``columns`` their decisions. Indexing and iterating
+    give :data:`Row` tuples, one at a time; the columns are there for whoever can use them.
+    """
+
+    __slots__ = ("positions", "clients", "t_ms", "costs", "columns")
+
+    def __init__(
+        self,
+        positions: Sequence[int],
+        clients: Sequence[str],
+        t_ms: Sequence[int],
+        costs: Sequence[int] | None,
+        columns: DecisionColumns,
+    ) -> None:
+        self.positions, self.clients, self.t_ms = positions, clients, t_ms
+        self.costs, self.columns = costs, columns
+
+    def __len__(self) -> int:
+        return len(self.t_ms)
+
+    @overload
+    def __getitem__(self, i: int) -> Row: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Row]: ...
+    def __getitem__(self, i: int | slice) -> Row | Sequence[Row]:
+        if isinstance(i, slice):
+            return list(self)[i]
+        cost = 1 if self.costs is None else int(self.costs[i])
+        return (
+            int(self.positions[i]),
+            self.clients[i],
+            int(self.t_ms[i]),
+            self.columns.decision(i),
+            cost,
+        )
+
+    def __iter__(self) -> Iterator[Row]:
+        costs = [1] * len(self) if self.costs is None else list(self.costs)
+        return zip(
+            list(self.positions),
+            self.clients,
+            list(self.t_ms),
+            self.columns.decisions(),
+            costs,
+            strict=True,
+        )
+
+    def cost_list(self) -> list[int]:
+        return [1] * len(self) if self.costs is None else list(self.costs)
 
 
 DTYPES: dict[str, str] = {
@@ -61,25 +179,29 @@ _CONVERT: dict[str, object] = {**DTYPES, "client": CLIENT_DTYPE}
 
 
 class DecisionLog:
-    """Collects rows column by column (cheap on the hot path) until :meth:`frame` is called."""
+    """Collects decisions column by column (cheap on the hot path) until :meth:`frame` is called."""
 
     def __init__(self, run_id: str, seed: int, algorithm: str) -> None:
         self.run_id, self.seed, self.algorithm = run_id, seed, algorithm
-        self.rows: list[tuple[str, int, Decision]] = []
-        self.costs: list[int] | None = None  # kept once a request costs more than 1
+        self.clients: list[str] = []
+        self.t_ms: list[int] = []
+        self.decisions: list[Decision] = []
+        self.costs: list[int] = []
 
     def append(self, client: str, t_ms: int, decision: Decision, cost: int = 1) -> None:
-        if cost != 1 and self.costs is None:
-            self.costs = [1] * len(self.rows)
-        if self.costs is not None:
-            self.costs.append(cost)
-        self.rows.append((client, t_ms, decision))
+        self.clients.append(client)
+        self.t_ms.append(t_ms)
+        self.decisions.append(decision)
+        self.costs.append(cost)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.decisions)
 
     def frame(self) -> pd.DataFrame:
-        return to_frame(self.rows, self.run_id, self.seed, self.algorithm, self.costs)
+        columns = DecisionColumns.of(self.decisions)
+        return frame_of(
+            self.run_id, self.seed, self.algorithm, self.clients, self.t_ms, self.costs, columns
+        )
 
 
 def to_frame(
@@ -92,80 +214,45 @@ def to_frame(
     """Rows of ``(client, t_ms, Decision)`` as a decision-log frame; ``costs`` one per row
     (None: every request cost 1)."""
     rows = list(rows)
-    n = len(rows)
     # Transposed in C and converted with known dtypes: pandas' inference on lists costs more.
     clients, t_ms, decisions = zip(*rows, strict=True) if rows else ((), (), ())
+    columns = DecisionColumns.of(decisions)
+    return frame_of(run_id, seed, algorithm, list(clients), t_ms, costs, columns)
+
+
+def _repeated(value: str, n: int) -> Any:
+    """One string ``n`` times as a ``string`` column, converted once."""
+    return pd.array([value], dtype=DTYPES["run_id"]).take(np.zeros(n, dtype=np.intp))
+
+
+def frame_of(
+    run_id: str,
+    seed: int,
+    algorithm: str,
+    clients: Sequence[str] | np.ndarray,
+    t_ms: Sequence[int] | np.ndarray,
+    costs: Sequence[int] | np.ndarray | None,
+    columns: DecisionColumns,
+) -> pd.DataFrame:
+    """The decision-log frame of columns (``costs`` None: every request cost 1), each converted
+    once to its dtype, with no object per row."""
+    n = len(columns.allowed)
+    allowed = np.asarray(columns.allowed, dtype=np.bool_)
     data: dict[str, object] = {
-        "run_id": [run_id] * n,
-        "seed": np.full(n, seed, dtype="int64"),
-        "algorithm": [algorithm] * n,
-        "client": pd.array(list(clients), dtype=CLIENT_DTYPE),
-        "t_ms": np.array(t_ms, dtype="int64"),
-        "cost": np.ones(n, dtype="int64") if costs is None else np.array(costs, dtype="int64"),
+        "run_id": _repeated(run_id, n),
+        "seed": np.full(n, seed, dtype=np.int64),
+        "algorithm": _repeated(algorithm, n),
+        "client": pd.array(clients if len(clients) else [], dtype=CLIENT_DTYPE),
+        "t_ms": np.asarray(t_ms, dtype=np.int64).reshape(n),
+        "cost": np.ones(n, dtype=np.int64) if costs is None else np.asarray(costs, dtype=np.int64),
+        "allowed": allowed,
+        "count": np.asarray(columns.count, dtype=np.float64),
+        "limit": np.asarray(columns.limit, dtype=np.int64),
+        "remaining": np.asarray(columns.remaining, dtype=np.int64),
+        "reset_ms": np.asarray(columns.reset_ms, dtype=np.int64),
+        # no Retry-After header is sent on an admitted request: <NA> there
+        "retry_after_ms": pd.arrays.IntegerArray(
+            np.array(columns.retry_after_ms, dtype=np.int64), allowed.copy()
+        ),
     }
-    columns = zip(*decisions, strict=True) if rows else [()] * len(Decision._fields)
-    for name, values in zip(Decision._fields, columns, strict=True):
-        data[name] = np.array(values, dtype="int64" if name == "retry_after_ms" else DTYPES[name])
-    frame = pd.DataFrame(data, columns=list(COLUMNS))
-    frame["retry_after_ms"] = frame["retry_after_ms"].where(~frame["allowed"], None)
-    return frame.astype(_CONVERT)
-
-
-#: Which header fields :func:`http_headers` gives: the IETF draft's, the legacy trio, or both.
-HEADER_STYLES = ("draft", "legacy", "both")
-
-
-def _seconds(ms: int) -> int:
-    return math.ceil(ms / 1000)
-
-
-def http_headers(
-    row: Any,
-    style: str = "both",
-    window_ms: int | None = None,
-    rate_limit: int | None = None,
-    policy: str | None = None,
-) -> dict[str, str]:
-    """The response header fields for one decision (a frame row or a :class:`Decision`), in
-    whole seconds rounded up, as HTTP wants.
-
-    ``draft`` (draft-ietf-httpapi-ratelimit-headers-11): ``RateLimit-Policy: "p";q=Q;w=W`` and
-    ``RateLimit: "p";r=R;t=T``, with the policy name ``p`` (default: the row's algorithm, else
-    ``default``). ``legacy``: ``RateLimit-Limit``, ``-Remaining``, ``-Reset`` (draft -06 and
-    before). Both add ``Retry-After`` on a refusal that may be retried (none for a request that
-    costs more than the policy ever admits: Retry-After -1).
-
-    ``q`` is the decision's limit; ``w`` (given ``window_ms``) is the window it applies to:
-    ``window_ms`` itself for the windows, and for a bucket (whose limit is its capacity, the
-    burst) the time it takes to refill from empty, ``window_ms x burst / rate_limit`` (pass the
-    configured ``rate_limit`` for those; it defaults to ``q``). ``r`` is what remains after this
-    request. ``t`` is when the quota comes back: the decision's reset, except on a refusal,
-    where it is the Retry-After if that is sooner (so a client never reads a Retry-After earlier
-    than ``t``). A key without expiry (``reset_ms`` -1) sends no ``t``.
-    """
-    if style not in HEADER_STYLES:
-        raise ValueError(f"style: one of {', '.join(HEADER_STYLES)}, got {style!r}")
-    allowed, retry = bool(row.allowed), row.retry_after_ms
-    retry = -1 if allowed or retry is None or pd.isna(retry) else int(retry)
-    reset, q, r = int(row.reset_ms), int(row.limit), int(row.remaining)
-    headers: dict[str, str] = {}
-    if style in ("draft", "both"):
-        name = policy or str(getattr(row, "algorithm", "") or "default")
-        quoted = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        fields = f"{quoted};q={q}"
-        if window_ms is not None:
-            fields += f";w={_seconds(window_ms * q // (rate_limit or q))}"
-        headers["RateLimit-Policy"] = fields
-        now = f"{quoted};r={r}"
-        until = reset if allowed or retry < 0 else (retry if reset < 0 else min(reset, retry))
-        if until >= 0:
-            now += f";t={_seconds(until)}"
-        headers["RateLimit"] = now
-    if style in ("legacy", "both"):
-        headers["RateLimit-Limit"] = str(q)
-        headers["RateLimit-Remaining"] = str(r)
-        if reset >= 0:
-            headers["RateLimit-Reset"] = str(_seconds(reset))
-    if not allowed and retry >= 0:
-        headers["Retry-After"] = str(_seconds(retry))
-    return headers
+    return pd.DataFrame(data, columns=list(COLUMNS), copy=False)
