@@ -139,7 +139,7 @@ def feeder(
     if advance is None:
         advance = _never
     costs = repeat(1) if cost is None else cost.tolist()
-    for t, i, k in zip(t_ms.tolist(), who.tolist(), costs):
+    for t, i, k in zip(t_ms.tolist(), who.tolist(), costs, strict=False):  # repeat() is endless
         if t > env.now and not advance(t):
             yield env.timeout(_delay_to(env.now, t))
         ask(names[i], k)
