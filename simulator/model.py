@@ -88,7 +88,7 @@ def simulate(
     log = DecisionLog(run_id, scenario.seed, scenario.algorithm)
     decide = limiter.decide
     # The log's columns, appended to directly: this is the hot path of every simulated request.
-    clients, times, decisions, costs = log.clients, log.t_ms, log.decisions, log.costs
+    clients, times, decisions, weights = log.clients, log.t_ms, log.decisions, log.costs
     late: list[float] = []
     realtime = needs_real_time(backend, scenario.algorithm)
     watch = ExpiryWatch(scenario.window_ms) if not backend.virtual_time and not realtime else None
@@ -107,7 +107,7 @@ def simulate(
         clients.append(client)
         times.append(now_ms)
         decisions.append(decision)
-        costs.append(cost)
+        weights.append(cost)
         return decision
 
     # The log grows by objects that never form cycles; the cyclic collector would scan them all

@@ -68,7 +68,7 @@ class DecisionColumns(NamedTuple):
     0 where allowed)."""
 
     allowed: np.ndarray
-    count: np.ndarray
+    count: np.ndarray  # type: ignore[assignment]  # shadows tuple.count, as in Decision
     limit: np.ndarray
     remaining: np.ndarray
     reset_ms: np.ndarray
