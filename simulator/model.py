@@ -40,7 +40,6 @@ from simulator.traffic import draw_costs
 __all__ = ["simulate", "boundary_burst", "run_id_for", "Row"]
 
 
-
 def run_id_for(*parts: object) -> str:
     """A short, deterministic id for a run (same inputs, same id)."""
     return hashlib.sha1(repr(parts).encode("utf-8")).hexdigest()[:12]
