@@ -17,8 +17,8 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from itertools import chain, islice, repeat
-from typing import Any, NamedTuple
+from itertools import chain
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -26,9 +26,9 @@ import simpy
 
 from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.backends import NO_REPLY, Backend, BackendError, FakeRedisBackend, ScriptError
-from simulator.model import Row, _stopped, run_id_for
+from simulator.model import _stopped, run_id_for
 from simulator.realtime import ExpiryWatch, ServerClockWarning, environment_for, needs_real_time
-from simulator.records import to_frame
+from simulator.records import DecisionColumns, Decisions, frame_of
 from simulator.scenario import ConfigError
 from simulator.traces import Requests, exact_t_ms
 
@@ -91,25 +91,23 @@ def _replay_process(
     pieces: Iterator[Requests],
     limiter: Limiter,
     depth: int,
-    on_rows: Callable[[list[Row]], None] | None,
+    on_rows: Callable[[Decisions], None] | None,
     on_progress: Callable[[int], None] | None,
     watch: ExpiryWatch | None,
     progress: _Progress,
 ) -> Generator[simpy.Event, Any, None]:
-    call, parse = limiter.call, limiter.parse
+    batch, parse_many = limiter.batch, limiter.parse_many
     waiting: deque[Requests] = deque()  # handed to the stream, replies not yet taken; oldest first
     unsent: deque[Requests] = deque()  # of those, the ones the stream has not taken yet
     ahead = max(1, depth)  # a stream takes up to ``depth`` batches before it yields a reply
+    advance = getattr(env, "advance", None)
 
-    def batches() -> Iterator[list]:
+    def batches() -> Iterator[Sequence[Any]]:
         while unsent:  # empty only once the pieces have run out (see top_up)
             piece = unsent.popleft()
             if watch is not None:
                 watch.start(piece.t_ms[0])
-            if piece.costs is None:
-                yield list(map(call, piece.clients, piece.t_ms))
-            else:
-                yield list(map(call, piece.clients, piece.t_ms, piece.costs))
+            yield batch(piece.clients, piece.t_ms, piece.costs)
 
     def top_up() -> None:
         # The pieces are read here, outside the stream, so that a trace that fails to read is
@@ -129,10 +127,10 @@ def _replay_process(
             top_up()
             if not waiting:
                 break
-            positions, t_ms, clients, listed = waiting[0]
-            costs: Iterable[int] = repeat(1) if listed is None else listed
+            piece = waiting[0]
+            t_ms = piece.t_ms
             progress.next_t_ms = t_ms[0]
-            if t_ms[0] > env.now:
+            if t_ms[0] > env.now and not (advance is not None and advance(t_ms[0])):
                 yield env.timeout(t_ms[0] - env.now)
             try:
                 replies = next(stream)
@@ -141,38 +139,27 @@ def _replay_process(
                     raise
                 # Some calls of this batch were answered before the failure (the other nodes
                 # of a cluster): their decisions are made and are kept, even out of turn.
-                weights = list(islice(costs, len(exc.replies)))
                 answered = [
-                    (positions[i], clients[i], t_ms[i], parse(r), weights[i])
+                    i
                     for i, r in enumerate(exc.replies)
                     if r is not NO_REPLY and not isinstance(r, ScriptError)
                 ]
                 if on_rows is not None and answered:
-                    on_rows(answered)
+                    on_rows(_some(piece, answered, parse_many([exc.replies[i] for i in answered])))
                 progress.decided += len(answered)
                 missing = [i for i, r in enumerate(exc.replies) if r is NO_REPLY]
                 progress.next_t_ms = t_ms[missing[0] if missing else -1]
-                raise _unknown(exc, [positions[i] for i in exc.unknown]) from exc
+                raise _unknown(exc, [piece.positions[i] for i in exc.unknown]) from exc
             waiting.popleft()
             failed = None
             if ScriptError in map(type, replies):  # keep the decisions before the failure
                 failed = next(r for r in replies if isinstance(r, ScriptError))
                 replies = replies[: replies.index(failed)]
             n = len(replies)
-            decisions = list(map(parse, replies))
-            if on_rows is not None and (decisions or failed is None):
-                on_rows(
-                    list(
-                        zip(
-                            positions[:n],
-                            clients[:n],
-                            t_ms[:n],
-                            decisions,
-                            islice(costs, n),
-                            strict=True,
-                        )
-                    )
-                )
+            if on_rows is not None and (n or failed is None):
+                done = piece if n == len(t_ms) else piece.part(0, n)
+                columns = parse_many(replies)
+                on_rows(Decisions(done.positions, done.clients, done.t_ms, done.costs, columns))
             progress.decided += n
             if failed is not None:
                 progress.next_t_ms = t_ms[n]
@@ -185,6 +172,18 @@ def _replay_process(
         close = getattr(stream, "close", None)  # a generator: release its connection now
         if close is not None:
             close()
+
+
+def _some(piece: Requests, which: list[int], columns: DecisionColumns) -> Decisions:
+    """The decisions of some of a piece's requests (``which``, in order)."""
+    costs = None if piece.costs is None else [piece.costs[i] for i in which]
+    return Decisions(
+        [piece.positions[i] for i in which],
+        [piece.clients[i] for i in which],
+        [piece.t_ms[i] for i in which],
+        costs,
+        columns,
+    )
 
 
 def _pieces(chunks: Iterable[Requests], size: int, same_ms: bool) -> Iterator[Requests]:
@@ -209,7 +208,7 @@ def _replay_requests(
     backend: Backend | None,
     on_progress: Callable[[int], None] | None,
     pipeline: int | None,
-    on_rows: Callable[[list[Row]], None] | None,
+    on_rows: Callable[[Decisions], None] | None,
     total: int | None,
     params: Mapping[str, float] | None = None,
 ) -> tuple[Replayed, ExpiryWatch | None]:
@@ -248,14 +247,16 @@ def replay_requests(
     on_progress: Callable[[int], None] | None = None,
     *,
     pipeline: int | None = None,
-    on_rows: Callable[[list[Row]], None] | None = None,
+    on_rows: Callable[[Decisions], None] | None = None,
     total: int | None = None,
     params: Mapping[str, float] | None = None,
 ) -> Replayed:
     """Replay requests that come in chunks, already in time order (ties in trace order).
 
     The streaming form of :func:`replay`: decisions go only to ``on_rows`` (each pipeline's
-    rows as soon as they are made, each with the request's position), nothing is kept, and
+    as soon as they are made, as one :class:`~simulator.records.Decisions` batch: columns, with
+    each request's position; it also reads as :data:`~simulator.records.Row` tuples), nothing
+    is kept, and
     memory holds one chunk and the pipelines in flight however long the trace is. ``total``
     (the number of requests, if known) only goes into the message of an error.
     """
@@ -295,7 +296,7 @@ def replay(
     on_progress: Callable[[int], None] | None = None,
     *,
     pipeline: int | None = None,
-    on_rows: Callable[[list[Row]], None] | None = None,
+    on_rows: Callable[[Decisions], None] | None = None,
     params: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """Replay a trace (columns ``t_ms``, ``client``, optionally ``cost``) in time order, ties
@@ -305,33 +306,37 @@ def replay(
     requests go in pipelines of ``pipeline`` calls (default :data:`PIPELINE_CALLS`; 1 = one round
     trip per decision): across milliseconds for the algorithms that take the time from their
     arguments, within one millisecond for ``echomq``, which replays on real time there.
-    ``on_rows`` gets each pipeline's decisions as soon as they are made. (The whole frame is
-    in memory here; :func:`replay_requests` streams.)
+    ``on_rows`` gets each pipeline's decisions as soon as they are made (a
+    :class:`~simulator.records.Decisions` batch). The log is built from the replies' columns,
+    with no Python object per row. (The whole frame is in memory here; :func:`replay_requests`
+    streams.)
     """
     exact = exact_t_ms(trace["t_ms"].to_numpy())  # int64 throughout: no float rounds a time
     order = np.argsort(exact, kind="stable")
     # Not .astype(str): pandas' default strings cannot hold the lone surrogates that stand for
     # bytes of an id that are not UTF-8.
     clients = [c if type(c) is str else str(c) for c in trace["client"].tolist()]
-    costs = None
+    costs, listed = None, None
     if "cost" in trace.columns:
         cost = trace["cost"].to_numpy()
         if cost.dtype.kind not in "iu" or (len(cost) and int(cost.min()) < 1):
             raise ConfigError("trace.cost: must be whole numbers >= 1")
-        costs = None if bool((cost == 1).all()) else cost[order].tolist()
+        if not bool((cost == 1).all()):
+            costs, listed = cost, cost[order].tolist()
+    # The positions stay one int64 array (it indexes and slices as a sequence does).
+    positions_in_time = cast(Sequence[int], order)
     in_time = Requests(
-        order.tolist(), exact[order].tolist(), [clients[i] for i in order.tolist()], costs
+        positions_in_time, exact[order].tolist(), [clients[i] for i in order.tolist()], listed
     )
-    kept: list[Row] = []
+    kept: list[tuple[Sequence[int], DecisionColumns]] = []
 
-    def keep(rows: list[Row]) -> None:
-        kept.extend(rows)
+    def keep(rows: Decisions) -> None:
+        kept.append((rows.positions, rows.columns))  # the requests' own columns are the trace's
         if on_rows is not None:
             on_rows(rows)
 
-    # The log grows by small tuples that never form cycles; the cyclic collector would rescan
-    # them all again and again (a quarter of a pipelined replay's time), so it waits till the
-    # frame is built.
+    # The cyclic collector would rescan everything the run keeps again and again; it waits
+    # till the frame is built.
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -347,14 +352,21 @@ def replay(
             len(trace),
             params,
         )
+        del in_time
         run_id = run_id_for("replay", algorithm, limit, window_ms, len(trace))
-        weights = None if costs is None else [k for *_, k in kept]
-        frame = to_frame(((c, t, d) for _, c, t, d, _ in kept), run_id, 0, algorithm, weights)
-        positions = np.fromiter((p for p, *_ in kept), dtype="int64", count=len(kept))
+        positions = np.concatenate([np.asarray(p, dtype=np.int64) for p, _ in kept] or [order])
+        decided = DecisionColumns.concat([c for _, c in kept])
+        kept.clear()
+        if len(positions) != len(trace) or done.decided != len(trace):  # pragma: no cover
+            raise RuntimeError(f"replay: {done.decided} of {len(trace)} requests decided")
+        # Decisions were made in time order; the log is in the trace's order.
+        back = np.empty_like(positions)
+        back[positions] = np.arange(len(positions))
+        columns = DecisionColumns(*(field[back] for field in decided))
+        frame = frame_of(run_id, 0, algorithm, clients, exact, costs, columns)
     finally:
         if collecting:
             gc.enable()
-    frame = frame.iloc[np.argsort(positions, kind="stable")]
     frame.index = trace.index
     if not done.server_clock_safe:
         frame.attrs["server_clock_safe"] = False

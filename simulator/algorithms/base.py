@@ -2,7 +2,8 @@
 
 A :class:`Limiter` subclass is the algorithm's whole record: the script it runs (``scripts``, one
 ``.lua`` file each under ``algorithms/lua/``), the keys (all sharing the client's hash tag) and
-arguments of one call, the reply parsed into a :class:`~simulator.records.Decision`, its
+arguments of one call (and, to pipeline many, of a batch of calls packed from a template), the
+reply parsed into a :class:`~simulator.records.Decision` (or a batch of replies into columns), its
 per-request :class:`Reference` (a pure-Python twin of the script, decision for decision), its
 vectorised ``bulk`` kernel for studies of millions of requests, its label and colour, and whether
 its decisions depend on the server's own clock. The registry in :mod:`simulator.algorithms` lists
@@ -19,11 +20,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simulator.records import Decision
+from simulator.backends.wire import Call, Packed, pack_fields
+from simulator.records import Decision, DecisionColumns
 from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int, check_number
 from simulator.scripts import Script, load
 
-__all__ = ["Limiter", "Reference", "BulkKernel", "MemoryModel", "Param", "own_params", "NEVER"]
+__all__ = [
+    "Limiter",
+    "Reference",
+    "BulkKernel",
+    "MemoryModel",
+    "Param",
+    "own_params",
+    "cost_field",
+    "NEVER",
+]
 
 #: ``kernel(client_codes, t_ms, limit, window_ms, cost, params) -> (allowed, count)`` over one
 #: trace sorted by (client, time, arrival); ``cost`` is each request's cost (int64) or None when
@@ -171,3 +182,81 @@ class Limiter:
     def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         keys, args = self.keys(client, now_ms), self.args(client, now_ms, cost)
         return self.parse(self.backend.call(self.script, keys, args))
+
+    # --- many requests at a time (a replay's pipelines); each part optional --------------------
+
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]] | None:
+        """The calls of several requests field by field, for packing them from a template:
+        ``(number of keys, fields)``, each field the keys and then the arguments of
+        :meth:`call` in order, as a ``str`` (the same in every call) or a list of ``str`` (one
+        per call). None (the default): the calls are packed one by one from :meth:`call`.
+
+        It must describe exactly the calls :meth:`call` makes (a test holds the built-in ones
+        to it), without changing any state: a limiter whose arguments do (a sequence number)
+        overrides :meth:`batch` instead.
+        """
+        return None
+
+    def calls(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None = None
+    ) -> list[Call]:
+        """:meth:`call` for each request, in order."""
+        if costs is None:
+            return list(map(self.call, clients, t_ms))
+        return list(map(self.call, clients, t_ms, costs))
+
+    def batch(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None = None
+    ) -> Sequence[Call]:
+        """The script calls of several requests in order, as one pipeline sends them: packed
+        from a template where :meth:`fields` says how (the calls themselves made only if a
+        backend asks for them), else :meth:`calls`."""
+        if type(self).fields is Limiter.fields:
+            return self.calls(clients, t_ms, costs)
+
+        def to_bytes() -> bytes:
+            described = self.fields(clients, t_ms, costs)
+            if described is None:  # pragma: no cover - fields() said so before
+                raise ValueError(f"{type(self).__name__}.fields: gave None for a batch")
+            return pack_fields(self.script.sha, *described)
+
+        return Packed(len(t_ms), to_bytes, lambda: self.calls(clients, t_ms, costs))
+
+    def parse_many(self, replies: Sequence[Any]) -> DecisionColumns:
+        """The decisions of a batch of replies, column by column.
+
+        Replies of the usual shape (what :meth:`parse` reads: six integers, the count perhaps a
+        string) are read a column at a time; a limiter with a ``parse`` of its own, or a reply
+        of another shape, is read reply by reply with :meth:`parse`.
+        """
+        if type(self).parse is Limiter.parse:
+            columns = _usual_columns(replies)
+            if columns is not None:
+                return columns
+        return DecisionColumns.of(map(self.parse, replies))
+
+
+def cost_field(costs: Sequence[int] | None) -> str | list[str]:
+    """The cost argument of a batch for :meth:`Limiter.fields` (None: every request costs 1)."""
+    return "1" if costs is None else list(map(str, costs))
+
+
+def _usual_columns(replies: Sequence[Any]) -> DecisionColumns | None:
+    """:meth:`Limiter.parse` of every reply at once, or None if one is not of its shape."""
+    n = len(replies)
+    if not n:
+        return DecisionColumns.of(())
+    try:
+        if min(map(len, replies)) != 6 or max(map(len, replies)) != 6:
+            return None
+        allowed, count, limit, remaining, reset_ms, retry_ms = zip(*replies, strict=True)
+        ints = [np.array(c) for c in (allowed, limit, remaining, reset_ms, retry_ms)]
+        if any(a.dtype.kind != "i" for a in ints):
+            return None  # strings where numbers were expected, or numbers past int64
+        counts = np.fromiter(map(float, count), dtype=np.float64, count=n)
+    except (TypeError, ValueError):
+        return None  # parse() says what is wrong
+    flags, limits, left, reset, retry = ints
+    return DecisionColumns(flags == 1, counts, limits, left, reset, retry)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference
+from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference, cost_field
 from simulator.keys import hash_tag
 from simulator.records import Decision
 from simulator.scripts import load
@@ -91,6 +91,14 @@ class EchoMQ(Limiter):
 
     def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
         return (now_ms, self.limit, self.window_ms, cost)
+
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]]:
+        tags = list(map(hash_tag, clients))
+        counters, metas = [f"emq:{t}:limiter" for t in tags], [f"emq:{t}:meta" for t in tags]
+        times = list(map(str, t_ms))
+        return 2, [counters, metas, times, str(self.limit), str(self.window_ms), cost_field(costs)]
 
     def rate_limit_ttl(self, queue: str, now_ms: int, max_: int | None = None) -> int:
         """``get_rate_limit_ttl(q, max)``: ms to defer a job, 0 to go ahead (max 0 = from meta)."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference
+from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference, cost_field
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -71,3 +71,11 @@ class FixedWindow(Limiter):
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:fw:{hash_tag(client)}:{now_ms // self.window_ms}",)
+
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]]:
+        w = self.window_ms
+        cells = zip(map(hash_tag, clients), t_ms, strict=True)
+        keys = [f"rl:fw:{tag}:{t // w}" for tag, t in cells]
+        return 1, [keys, list(map(str, t_ms)), str(w), str(self.limit), cost_field(costs)]

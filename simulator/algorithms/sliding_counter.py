@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference
+from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference, cost_field
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -86,3 +86,13 @@ class SlidingCounter(Limiter):
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         tag, idx = hash_tag(client), now_ms // self.window_ms
         return (f"rl:sc:{tag}:{idx}", f"rl:sc:{tag}:{idx - 1}")
+
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]]:
+        w = self.window_ms
+        cells = list(zip(map(hash_tag, clients), [t // w for t in t_ms], strict=True))
+        current = [f"rl:sc:{tag}:{idx}" for tag, idx in cells]
+        previous = [f"rl:sc:{tag}:{idx - 1}" for tag, idx in cells]
+        times, limit = list(map(str, t_ms)), str(self.limit)
+        return 2, [current, previous, times, str(w), limit, cost_field(costs)]

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference
+from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference, cost_field
+from simulator.backends.wire import Call, Packed, pack_fields
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -90,3 +91,28 @@ class SlidingLog(Limiter):
     def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
         self._seq += 1  # unique member: two requests in one millisecond must both count
         return (now_ms, self.window_ms, self.limit, f"{now_ms}-{self._seq}", cost)
+
+    def batch(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None = None
+    ) -> Sequence[Call]:
+        # The members' sequence numbers are taken now, so that the bytes and the calls (each
+        # made only if asked for) carry the same ones.
+        first, self._seq = self._seq + 1, self._seq + len(t_ms)
+        members = lambda: [f"{t}-{k}" for k, t in enumerate(t_ms, first)]  # noqa: E731
+        w, limit = self.window_ms, self.limit
+
+        def to_bytes() -> bytes:
+            keys = [f"rl:sl:{tag}" for tag in map(hash_tag, clients)]
+            times = list(map(str, t_ms))
+            return pack_fields(
+                self.script.sha, 1, [keys, times, str(w), str(limit), members(), cost_field(costs)]
+            )
+
+        def to_calls() -> list[Call]:
+            weights = [1] * len(t_ms) if costs is None else costs
+            return [
+                (self.script, (f"rl:sl:{hash_tag(c)}",), (t, w, limit, m, k))
+                for c, t, m, k in zip(clients, t_ms, members(), weights, strict=True)
+            ]
+
+        return Packed(len(t_ms), to_bytes, to_calls)

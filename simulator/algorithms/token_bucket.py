@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Param, Reference
+from simulator.algorithms.base import (
+    NEVER,
+    Limiter,
+    MemoryModel,
+    Param,
+    Reference,
+    cost_field,
+)
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -104,7 +111,11 @@ class TokenBucket(Limiter):
     def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
         return (now_ms, self.window_ms, self.limit, int(self.params["burst"]), cost)
 
-    @staticmethod
-    def parse(reply: Sequence[Any]) -> Decision:
-        allowed, level, burst, remaining, reset_ms, retry_after_ms = reply
-        return Decision(allowed == 1, float(level), burst, remaining, reset_ms, retry_after_ms)
+    # The reply is the usual one, its limit the burst: Limiter.parse reads it.
+
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]]:
+        keys = [f"rl:tb:{tag}" for tag in map(hash_tag, clients)]
+        limit, burst = str(self.limit), str(int(self.params["burst"]))
+        return 1, [keys, list(map(str, t_ms)), str(self.window_ms), limit, burst, cost_field(costs)]

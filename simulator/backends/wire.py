@@ -9,12 +9,18 @@ so the decisions are exactly those of one round trip per call.
 These helpers speak to a redis-py ``Connection`` directly: :func:`pack` turns calls into bytes (with
 hiredis when it is installed), :func:`read` reads one reply per call and hands back a server error
 as an exception object in its place, so the caller can name the script and keys that failed.
+
+Packing each call on its own costs the client more than the script costs the server. A limiter
+that knows the shape of its calls hands a :class:`Packed` batch instead: its bytes made from a
+template per batch, field by field (:func:`pack_fields`: constant fields written once, the others
+one column each, one join), and its calls made only if someone needs them one by one (a backend
+that runs calls singly, an error message, a script to load again).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 import redis
 from redis._parsers.base import BaseParser
@@ -30,13 +36,87 @@ except ImportError:  # pragma: no cover - hiredis is a declared dependency
     hiredis = None
     _pack_command = None
 
-__all__ = ["Call", "pack", "send", "read", "Replies"]
+__all__ = ["Call", "Packed", "pack_fields", "pack", "send", "read", "Replies"]
 
 Call = tuple[Script, Sequence[str], Sequence[Any]]
 
 
+class Packed(Sequence[Call]):
+    """Some script calls as one block of ``EVALSHA`` bytes; as calls, made when first asked for.
+
+    ``to_bytes()`` and ``to_calls()`` must describe the same calls (a test holds every built-in
+    limiter to it); each is made once at most.
+    """
+
+    __slots__ = ("n", "_to_bytes", "_to_calls", "_data", "_calls")
+
+    def __init__(
+        self, n: int, to_bytes: Callable[[], bytes], to_calls: Callable[[], list[Call]]
+    ) -> None:
+        self.n, self._to_bytes, self._to_calls = n, to_bytes, to_calls
+        self._data: bytes | None = None
+        self._calls: list[Call] | None = None
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            self._data = self._to_bytes()
+        return self._data
+
+    def calls(self) -> list[Call]:
+        if self._calls is None:
+            self._calls = self._to_calls()
+        return self._calls
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, i: int) -> Call: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Call]: ...
+    def __getitem__(self, i: int | slice) -> Call | Sequence[Call]:
+        return self.calls()[i]
+
+    def __iter__(self) -> Iterator[Call]:
+        return iter(self.calls())
+
+
+def _bulk(field: object) -> str:
+    text = str(field)
+    return f"${len(text)}\r\n{text}\r\n"
+
+
+def pack_fields(sha: str, numkeys: int, fields: Sequence[str | list[str]]) -> bytes:
+    """``EVALSHA sha numkeys *fields`` for a batch of calls, as bytes: each field a ``str``
+    (the same in every call) or a list of them (one per call, all lists as long).
+
+    Every field must be ASCII (keys are: client ids are percent-encoded into their hash tag),
+    so that a length in characters is its length in bytes; anything else raises.
+    """
+    columns = [f for f in fields if isinstance(f, list)]
+    if not columns:
+        raise ValueError("pack_fields: at least one field must vary from call to call")
+    # One %-format per call: the constant fields are in the template (a literal % doubled).
+    template = f"*{3 + len(fields)}\r\n$7\r\nEVALSHA\r\n{_bulk(sha)}{_bulk(numkeys)}".replace(
+        "%", "%%"
+    )
+    for field in fields:
+        template += "$%d\r\n%s\r\n" if isinstance(field, list) else _bulk(field).replace("%", "%%")
+    if len(columns) == 1:
+        (column,) = columns
+        text = "".join([template % (len(v), v) for v in column])
+    else:
+        # (len, value) pairs of every varying field, call by call
+        pairs = [x for c in columns for x in (map(len, c), c)]
+        text = "".join([template % t for t in zip(*pairs, strict=True)])
+    return text.encode("ascii")
+
+
 def pack(conn: Any, calls: Sequence[Call]) -> list[bytes]:
     """The bytes of one ``EVALSHA`` per call, ready for ``send_packed_command``."""
+    if isinstance(calls, Packed):
+        return [calls.data]
     if _pack_command is not None:
         packed = [_pack_command(("EVALSHA", s.sha, len(k), *k, *a)) for s, k, a in calls]
         return [b"".join(packed)]

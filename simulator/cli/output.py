@@ -26,12 +26,14 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from simulator.model import Row
-from simulator.records import http_headers
+import numpy as np
+
+from simulator.records import Decisions, Row, http_headers
 from simulator.spool import Spool
 
 __all__ = [
@@ -119,6 +121,27 @@ def _line_with_cost(row: Row) -> tuple[Any, ...]:
     return (*line[:3], row[4], *line[3:])
 
 
+def _columns(rows: Decisions, costs: bool) -> list[list[Any]]:
+    """The CSV's columns of a batch, each a list of the very values :func:`_line` gives."""
+    d = rows.columns
+    retry: Any = d.retry_after_ms.astype(object)
+    retry[d.allowed] = ""  # no Retry-After on an admitted request
+    columns = [
+        (np.asarray(rows.positions, dtype=np.int64) + 1).tolist(),
+        list(rows.t_ms),
+        rows.clients,
+        d.allowed.astype(np.int8).tolist(),
+        d.count.tolist(),
+        d.limit.tolist(),
+        d.remaining.tolist(),
+        d.reset_ms.tolist(),
+        retry.tolist(),
+    ]
+    if costs:
+        columns.insert(3, rows.cost_list())
+    return columns
+
+
 #: The header fields ``--headers`` adds as columns, per style.
 HEADER_FIELDS = {
     "draft": ("RateLimit-Policy", "RateLimit", "Retry-After"),
@@ -169,6 +192,7 @@ class DecisionCsv:
         headers: HeaderColumns | None = None,
     ) -> None:
         self.stop = stop
+        self._costs, self._headers = costs, headers
         # A trace with a cost column gets one in the output too, after the client.
         to_line = _line_with_cost if costs else _line
         header = (*HEADER[:3], "cost", *HEADER[3:]) if costs else HEADER
@@ -241,13 +265,31 @@ class DecisionCsv:
             self._csv.writerows(part)
             self._flush(len(part))
 
-    def __call__(self, rows: list[Row]) -> None:
-        lines = list(map(self._to_line, rows))
-        if self._spool is None:
-            self._write(lines)
+    def _write_columns(self, columns: list[list[Any]]) -> None:
+        n = len(columns[0])
+        for start in range(0, n, ROWS_PER_WRITE):
+            end = min(n, start + ROWS_PER_WRITE)
+            part = columns if (start, end) == (0, n) else [c[start:end] for c in columns]
+            self._csv.writerows(zip(*part, strict=True))  # one row at a time, in C
+            self._flush(end - start)
+
+    def __call__(self, rows: Sequence[Row]) -> None:
+        """Write (or keep, out of order) one batch: a :class:`~simulator.records.Decisions`
+        is written from its columns; anything else row by row."""
+        if isinstance(rows, Decisions) and self._headers is None:
+            columns = _columns(rows, self._costs)
+            if self._spool is None:
+                self._write_columns(columns)
+            else:
+                positions = np.asarray(rows.positions, dtype=np.int64).tolist()
+                self._spool.add(positions, positions, list(zip(*columns, strict=True)))
         else:
-            positions = [row[0] for row in rows]
-            self._spool.add(positions, positions, lines)
+            lines = list(map(self._to_line, rows))
+            if self._spool is None:
+                self._write(lines)
+            else:
+                positions = [row[0] for row in rows]
+                self._spool.add(positions, positions, lines)
         if self.stop is not None:
             self.stop.check()
 

@@ -125,7 +125,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                     args.out, scan.in_order, stop, workdir, costs=scan.costs, headers=headers
                 )
 
-                def on_rows(rows: list[Any]) -> None:
+                def on_rows(rows: Any) -> None:
                     tally(rows)
                     sink(rows)
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simulator.model import Row
+from simulator.records import Decisions, Row
 
 __all__ = ["Distinct", "ReplayTally", "EXACT_UP_TO", "SKETCH_BITS"]
 
@@ -80,10 +80,15 @@ class ReplayTally:
         self.clients = Distinct(exact_up_to)
         self.refused_clients = Distinct(exact_up_to)
 
-    def __call__(self, rows: list[Row]) -> None:
+    def __call__(self, rows: Sequence[Row]) -> None:
         self.decided += len(rows)
-        self.clients.add([row[1] for row in rows])
-        refused = [row[1] for row in rows if not row[3].allowed]
+        if isinstance(rows, Decisions):  # from the columns
+            clients = list(rows.clients)
+            self.clients.add(clients)
+            refused = [clients[i] for i in np.flatnonzero(~rows.columns.allowed).tolist()]
+        else:
+            self.clients.add([row[1] for row in rows])
+            refused = [row[1] for row in rows if not row[3].allowed]
         if refused:
             self.refused += len(refused)
             self.refused_clients.add(refused)
