@@ -13,6 +13,8 @@ from simulator.bench.accuracy import bench_accuracy
 from simulator.bench.clients import bench_clients
 from simulator.bench.core import bench_clock, bench_core
 from simulator.bench.fake import bench_fake
+from simulator.bench.model import bench_model
+from simulator.bench.pipeline import bench_pipeline
 from simulator.bench.replay import bench_replay_stream
 from simulator.bench.servers import bench_servers
 from simulator.bench.telemetry import bench_telemetry
@@ -24,9 +26,11 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "core": bench_core,
     "clock": bench_clock,
     "fake": bench_fake,
+    "model": bench_model,
     "accuracy": bench_accuracy,
     "telemetry": bench_telemetry,
     "servers": bench_servers,
+    "pipeline": bench_pipeline,
     "clients": bench_clients,
     "replay-stream": bench_replay_stream,
 }

@@ -1,0 +1,138 @@
+"""Benchmark ``pipeline``: how close the pipelined replay comes to what one server can do.
+
+One Valkey server runs one connection's commands on one core; the replay keeps two pipelines
+in flight, so the server is never idle as long as the client prepares the next batch (packs it,
+reads and parses the replies, keeps the decisions) faster than the server runs it. Here one
+embedded valkey-server takes the ``servers`` section's trace per algorithm (all but ``echomq``,
+which replays on real time on a real server) through :func:`simulator.playback.replay`, from a
+flushed database, and the server's scheduler statistics (``/proc/<pid>/task/*/schedstat``: time
+on a core, time waiting for one) are read before and after. Its busy share is its time on a core
+over the run's wall time; the rate one server saturated would reach is decisions over that time;
+the ratio of the two rates is the busy share again. On a machine shared with other work the
+server also waits for a core (``waits``); what is left over (``idle``) is the time it had nothing
+to do, the share the client is to blame for. The replay includes everything it does: sorting
+the trace, the pipelines, and the decision log built as a frame.
+
+Beside it, ``generic`` is the same replay through the parts of the limiter interface every
+limiter has (calls packed one by one with hiredis, replies parsed one by one into
+``Decision`` rows): what a limiter without the template and the column parser gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pandas as pd
+
+from simulator.algorithms import ALGORITHMS, Limiter
+from simulator.backends import RedisBackend
+from simulator.backends.embedded import EmbeddedValkey
+from simulator.bench.model import registered
+from simulator.bench.servers import CLIENTS, LIMIT, REQUESTS_PER_MS, WINDOW_MS, server_trace
+from simulator.playback import PIPELINE_CALLS, replay
+from simulator.records import DecisionColumns
+
+__all__ = ["bench_pipeline", "scheduled_seconds", "generic"]
+
+REPEAT = 3
+#: Decisions per algorithm at the default ``--decisions 10000`` (scaled in proportion).
+SCALE = 20
+
+
+def scheduled_seconds(pid: int) -> tuple[float, float]:
+    """Seconds a process has spent on a core and waiting for one so far (all its threads)."""
+    on_core = waiting = 0
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        with open(path) as fh:
+            ran, waited, _ = fh.read().split()
+        on_core, waiting = on_core + int(ran), waiting + int(waited)
+    return on_core / 1e9, waiting / 1e9
+
+
+def generic(cls: type[Limiter]) -> type[Limiter]:
+    """``cls`` with only the generic parts: calls one by one, replies one by one."""
+
+    class Generic(cls):  # type: ignore[valid-type, misc]
+        fields = Limiter.fields
+        batch = Limiter.batch
+
+        def parse_many(self, replies: Sequence[Any]) -> DecisionColumns:
+            return DecisionColumns.of(map(self.parse, replies))
+
+    return Generic
+
+
+def _turn(
+    server: EmbeddedValkey, backend: RedisBackend, trace: pd.DataFrame, algorithm: str
+) -> tuple[float, float, float, pd.DataFrame]:
+    """Wall seconds of one replay, the server's seconds on a core and waiting for one."""
+    backend.client.flushdb()
+    (ran0, waited0), start = scheduled_seconds(server.pid), time.perf_counter()
+    frame = replay(trace, algorithm, LIMIT, WINDOW_MS, backend)
+    wall_s = time.perf_counter() - start
+    ran1, waited1 = scheduled_seconds(server.pid)
+    return wall_s, ran1 - ran0, waited1 - waited0, frame
+
+
+def bench_pipeline(
+    decisions: int = 10_000, out: Callable[[str], None] = print
+) -> list[dict[str, object]]:
+    n = min(decisions * SCALE, WINDOW_MS * REQUESTS_PER_MS - 1)
+    trace = server_trace(n)
+    out(
+        f"pipeline: {n:,} decisions per algorithm through playback.replay, {CLIENTS} clients, "
+        f"{REQUESTS_PER_MS} requests per ms, limit {LIMIT} per {WINDOW_MS // 1000} s, one "
+        f"embedded valkey-server; pipelines of {PIPELINE_CALLS} calls, two in flight; the "
+        f"fastest of {REPEAT} turns each, the two ways taking turns; busy / waits / idle = the "
+        "server's time on a core / waiting for one / with nothing to do, over the run's wall time"
+    )
+    out(
+        f"{'algorithm':<16} {'decisions/s':>12} {'busy':>5} {'waits':>6} {'idle':>5} "
+        f"{'saturated/s':>12} {'of saturated':>13} {'generic/s':>10} {'speed-up':>9}  same"
+    )
+    rows: list[dict[str, object]] = []
+    with EmbeddedValkey() as server:
+        backend = RedisBackend(server.client(), "valkey")
+        for algorithm, cls in ALGORITHMS.items():
+            if cls.uses_server_time:
+                continue
+            best: dict[str, tuple[float, float, float, pd.DataFrame]] = {}
+            for _ in range(REPEAT):  # the two ways take turns
+                for way in ("template", "generic"):
+                    with registered(algorithm, generic(cls)) if way == "generic" else _as_is():
+                        got = _turn(server, backend, trace, algorithm)
+                    if way not in best or got[0] < best[way][0]:
+                        best[way] = got
+            wall_s, busy_s, wait_s, frame = best["template"]
+            old_s, _, _, old = best["generic"]
+            rate, busy, waits = n / wall_s, busy_s / wall_s, wait_s / wall_s
+            saturated = n / busy_s if busy_s > 0 else float("inf")
+            same = frame.equals(old)
+            rows.append(
+                {
+                    "algorithm": algorithm,
+                    "decisions_per_s": rate,
+                    "server_busy": busy,
+                    "server_waits": waits,
+                    "server_idle": max(0.0, 1 - busy - waits),
+                    "saturated_per_s": saturated,
+                    "generic_per_s": n / old_s,
+                    "same": same,
+                }
+            )
+            out(
+                f"{algorithm:<16} {rate:>12,.0f} {busy:>5.2f} {waits:>6.2f} "
+                f"{max(0.0, 1 - busy - waits):>5.2f} {saturated:>12,.0f} {rate / saturated:>13.2f} "
+                f"{n / old_s:>10,.0f} {old_s / wall_s:>8.2f}x  {'yes' if same else 'NO'}"
+            )
+        backend.close()
+    return rows
+
+
+@contextlib.contextmanager
+def _as_is() -> Iterator[None]:
+    yield
