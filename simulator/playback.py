@@ -328,10 +328,15 @@ def replay(
     in_time = Requests(
         positions_in_time, exact[order].tolist(), [clients[i] for i in order.tolist()], listed
     )
-    kept: list[tuple[Sequence[int], DecisionColumns]] = []
+    # Each batch's decisions go straight to their rows of the log, in the trace's order.
+    decided = DecisionColumns.empty(len(trace))
+    made = np.zeros(len(trace), dtype=np.bool_)
 
     def keep(rows: Decisions) -> None:
-        kept.append((rows.positions, rows.columns))  # the requests' own columns are the trace's
+        at = np.asarray(rows.positions, dtype=np.intp)
+        for field, values in zip(decided, rows.columns, strict=True):
+            field[at] = values
+        made[at] = True
         if on_rows is not None:
             on_rows(rows)
 
@@ -353,17 +358,10 @@ def replay(
             params,
         )
         del in_time
-        run_id = run_id_for("replay", algorithm, limit, window_ms, len(trace))
-        positions = np.concatenate([np.asarray(p, dtype=np.int64) for p, _ in kept] or [order])
-        decided = DecisionColumns.concat([c for _, c in kept])
-        kept.clear()
-        if len(positions) != len(trace) or done.decided != len(trace):  # pragma: no cover
+        if not made.all():  # pragma: no cover - every request is decided, or the run raised
             raise RuntimeError(f"replay: {done.decided} of {len(trace)} requests decided")
-        # Decisions were made in time order; the log is in the trace's order.
-        back = np.empty_like(positions)
-        back[positions] = np.arange(len(positions))
-        columns = DecisionColumns(*(field[back] for field in decided))
-        frame = frame_of(run_id, 0, algorithm, clients, exact, costs, columns)
+        run_id = run_id_for("replay", algorithm, limit, window_ms, len(trace))
+        frame = frame_of(run_id, 0, algorithm, clients, exact, costs, decided)
     finally:
         if collecting:
             gc.enable()

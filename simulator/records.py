@@ -87,6 +87,11 @@ class DecisionColumns(NamedTuple):
         )
 
     @classmethod
+    def empty(cls, n: int) -> DecisionColumns:
+        """``n`` decisions to be filled in (all refusals of zeros until then)."""
+        return cls(*(np.zeros(n, dtype=dtype) for dtype in _FIELD_DTYPES.values()))
+
+    @classmethod
     def concat(cls, parts: Sequence[DecisionColumns]) -> DecisionColumns:
         if not parts:
             return cls.of(())

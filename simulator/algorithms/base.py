@@ -33,6 +33,7 @@ __all__ = [
     "Param",
     "own_params",
     "cost_field",
+    "templated",
     "NEVER",
 ]
 
@@ -195,7 +196,8 @@ class Limiter:
 
         It must describe exactly the calls :meth:`call` makes (a test holds the built-in ones
         to it), without changing any state: a limiter whose arguments do (a sequence number)
-        overrides :meth:`batch` instead.
+        overrides :meth:`batch` instead. A subclass that changes :meth:`keys`, :meth:`args` or
+        :meth:`call` and not this gets the calls one by one (see :func:`templated`).
         """
         return None
 
@@ -213,7 +215,7 @@ class Limiter:
         """The script calls of several requests in order, as one pipeline sends them: packed
         from a template where :meth:`fields` says how (the calls themselves made only if a
         backend asks for them), else :meth:`calls`."""
-        if type(self).fields is Limiter.fields:
+        if not templated(type(self), "fields"):
             return self.calls(clients, t_ms, costs)
 
         def to_bytes() -> bytes:
@@ -236,6 +238,20 @@ class Limiter:
             if columns is not None:
                 return columns
         return DecisionColumns.of(map(self.parse, replies))
+
+
+def _owner(cls: type, name: str) -> type:
+    return next(c for c in cls.__mro__ if name in vars(c))
+
+
+def templated(cls: type[Limiter], name: str) -> bool:
+    """Whether ``cls`` packs its calls by its own template ``name`` (``fields``, or a ``batch``
+    of its own): one written by the class that made its keys, arguments and call, or below it,
+    so a user's subclass that changes any of those is never sent another class's template."""
+    owner = _owner(cls, name)
+    return owner is not Limiter and all(
+        issubclass(owner, _owner(cls, part)) for part in ("keys", "args", "call")
+    )
 
 
 def cost_field(costs: Sequence[int] | None) -> str | list[str]:
