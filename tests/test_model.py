@@ -213,3 +213,44 @@ def test_idle_clients_cost_no_process(monkeypatch):
     frame = simulate(Scenario("fixed_window", 1, 1000, 10_000, idle + later + (Polite("p", 1),)))
     assert len(started) == 1  # the polite client; nobody else asks before the end
     assert set(frame["client"]) == {"p"}
+
+
+def test_the_feeder_moving_the_clock_on_gives_the_log_its_timeouts_gave(monkeypatch):
+    """On a virtual-time environment the feeder moves the clock to a request itself while
+    nothing else is due before it; with a timeout for each request (a plain SimPy environment),
+    the same scenario - polite clients reacting in between - gives the same log."""
+    import simpy
+
+    from simulator import model
+
+    scenario = dataclasses.replace(mixed(9), duration_ms=30_000.0)
+    moved = simulate(scenario)
+    monkeypatch.setattr(model, "environment_for", lambda backend, algorithm: simpy.Environment())
+    assert simulate(scenario).to_csv(index=False) == moved.to_csv(index=False)
+
+
+def test_the_cyclic_collector_is_off_for_the_run_and_back_after_it_also_on_error():
+    import gc
+
+    from simulator.backends import FakeRedisBackend, ScriptError
+
+    seen = []
+
+    class Failing(FakeRedisBackend):
+        def call(self, script, keys, args):
+            seen.append(gc.isenabled())
+            if len(seen) == 3:
+                raise ScriptError("boom")
+            return super().call(script, keys, args)
+
+    scenario = Scenario("fixed_window", 5, 1000, 1000.0, (ConstantRate("a", rate_per_s=10),))
+    assert gc.isenabled()
+    with pytest.raises(ScriptError):
+        simulate(scenario, Failing())
+    assert seen == [False, False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        simulate(scenario)
+        assert not gc.isenabled()  # a caller who had it off finds it off
+    finally:
+        gc.enable()
