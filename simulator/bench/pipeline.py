@@ -13,6 +13,11 @@ server also waits for a core (``waits``); what is left over (``idle``) is the ti
 to do, the share the client is to blame for. The replay includes everything it does: sorting
 the trace, the pipelines, and the decision log built as a frame.
 
+Last, the memory a long replay takes: a child process builds a trace of :data:`MEMORY_ROWS`
+requests (the ``replay-stream`` section's shape: 50,000 clients, 20 per ms), replays it in
+memory through :func:`~simulator.playback.replay` on the same kind of server, and reports its
+resident memory before the replay and at its peak (``VmHWM``), and the frame's own size.
+
 Beside it, ``generic`` is the same replay through the parts of the limiter interface every
 limiter has (calls packed one by one with hiredis, replies parsed one by one into
 ``Decision`` rows): what a limiter without the template and the column parser gets.
@@ -22,6 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -39,6 +47,8 @@ from simulator.records import DecisionColumns
 __all__ = ["bench_pipeline", "scheduled_seconds", "generic"]
 
 REPEAT = 3
+#: Requests of the memory measurement at the default ``--decisions 10000`` (scaled).
+MEMORY_ROWS = 1_000_000
 #: Decisions per algorithm at the default ``--decisions 10000`` (scaled in proportion).
 SCALE = 20
 
@@ -130,9 +140,60 @@ def bench_pipeline(
                 f"{n / old_s:>10,.0f} {old_s / wall_s:>8.2f}x  {'yes' if same else 'NO'}"
             )
         backend.close()
+    bench_memory(decisions, out)
     return rows
 
 
 @contextlib.contextmanager
 def _as_is() -> Iterator[None]:
     yield
+
+
+def _resident_mb() -> tuple[float, float]:
+    """This process's resident memory now and at its peak, in MB."""
+    fields = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            name, _, value = line.partition(":")
+            fields[name] = value
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def _memory_child(rows: int) -> None:
+    """Runs in the child: a trace of ``rows`` requests replayed in memory; prints JSON."""
+    import numpy as np
+
+    from simulator.bench.replay import ALGORITHM, CLIENTS, LIMIT, REQUESTS_PER_MS, WINDOW_S
+
+    rng = np.random.default_rng(np.random.SeedSequence(0))
+    t_ms = np.sort(rng.integers(0, max(1, rows // REQUESTS_PER_MS), rows))
+    names = [f"client-{c}" for c in rng.integers(0, CLIENTS, rows).tolist()]
+    trace = pd.DataFrame({"t_ms": t_ms, "client": pd.array(names, dtype="string")})
+    del names
+    with EmbeddedValkey() as server:
+        backend = RedisBackend(server.client(), "valkey")
+        before_mb, _ = _resident_mb()
+        start = time.perf_counter()
+        frame = replay(trace, ALGORITHM, LIMIT, WINDOW_S * 1000, backend)
+        wall_s = time.perf_counter() - start
+        _, peak_mb = _resident_mb()
+        backend.close()
+    frame_mb = frame.memory_usage(deep=True).sum() / 2**20
+    print(json.dumps({"before": before_mb, "peak": peak_mb, "frame": frame_mb, "s": wall_s}))
+
+
+def bench_memory(decisions: int, out: Callable[[str], None]) -> dict[str, float]:
+    rows = max(1000, MEMORY_ROWS * decisions // 10_000)
+    code = f"from simulator.bench.pipeline import _memory_child; _memory_child({rows})"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    got: dict[str, float] = json.loads(done.splitlines()[-1])
+    out(
+        f"memory: {rows:,} requests replayed in memory (playback.replay, frame out) on an "
+        f"embedded valkey-server, in a child process: resident {got['before']:,.0f} MB before "
+        f"the replay (interpreter, modules, the trace), peak {got['peak']:,.0f} MB; the frame "
+        f"itself {got['frame']:,.0f} MB; {(got['peak'] - got['before']) * 2**20 / rows:,.0f} "
+        f"bytes per request over what was there before; {rows / got['s']:,.0f} decisions/s"
+    )
+    return got
