@@ -248,8 +248,10 @@ def templated(cls: type[Limiter], name: str) -> bool:
     """Whether ``cls`` packs its calls by its own template ``name`` (``fields``, or a ``batch``
     of its own): one written by the class that made its keys, arguments and call, or below it,
     so a user's subclass that changes any of those is never sent another class's template."""
+    if getattr(cls, name) is getattr(Limiter, name):
+        return False
     owner = _owner(cls, name)
-    return owner is not Limiter and all(
+    return all(
         issubclass(owner, _owner(cls, part)) for part in ("keys", "args", "call")
     )
 
