@@ -251,9 +251,7 @@ def templated(cls: type[Limiter], name: str) -> bool:
     if getattr(cls, name) is getattr(Limiter, name):
         return False
     owner = _owner(cls, name)
-    return all(
-        issubclass(owner, _owner(cls, part)) for part in ("keys", "args", "call")
-    )
+    return all(issubclass(owner, _owner(cls, part)) for part in ("keys", "args", "call"))
 
 
 def cost_field(costs: Sequence[int] | None) -> str | list[str]:
