@@ -32,7 +32,18 @@ import numpy as np
 import simpy
 
 from simulator.scenario import BurstAt, ClientSpec, ConstantRate, OnOff, Poisson, Polite
-from simulator.traffic import Ask, Proc, burst_at, constant, on_off, poisson, poisson_gaps, polite
+from simulator.traffic import (
+    Ask,
+    Proc,
+    burst_at,
+    constant,
+    constant_times,
+    on_off,
+    on_off_gaps,
+    poisson,
+    poisson_gaps,
+    polite,
+)
 
 __all__ = ["process_for", "register_process", "reacts", "arrivals", "feeder", "Timeline"]
 
@@ -96,11 +107,17 @@ def arrivals(spec: ClientSpec, rng: np.random.Generator, until_ms: float) -> np.
     """When a client that never reacts asks, before ``until_ms``, played by its own process.
 
     SimPy's ``run(until=T)`` stops before the events at ``T``, so a request at exactly ``T`` is
-    not made; the same holds here. A Poisson client's instants come from the vectorised form of
-    its process (:func:`simulator.traffic.poisson_gaps`: the same draws, the same sums).
+    not made; the same holds here. Poisson, on/off and steady clients' instants come from the
+    array forms of their processes (:func:`~simulator.traffic.poisson_gaps`,
+    :func:`~simulator.traffic.on_off_gaps`, :func:`~simulator.traffic.constant_times`: the same
+    draws, drawn in blocks, and the same sums).
     """
     if type(spec) is Poisson and _PROCESSES[Poisson] is poisson and spec.rate_per_s > 0:
         return poisson_gaps(rng, 1000.0 / spec.rate_per_s, until_ms, spec.start_ms)
+    if type(spec) is OnOff and _PROCESSES[OnOff] is on_off:
+        return on_off_gaps(rng, spec, until_ms)
+    if type(spec) is ConstantRate and _PROCESSES[ConstantRate] is constant:
+        return constant_times(spec, until_ms)
     timeline, times = Timeline(), list[float]()
     env: Any = timeline  # the process asks the timeline for no more than now and timeout()
     ask: Any = lambda name: times.append(timeline.now)  # noqa: E731 - its answer is never read

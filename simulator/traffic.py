@@ -40,6 +40,8 @@ __all__ = [
     "on_off",
     "polite",
     "poisson_gaps",
+    "on_off_gaps",
+    "constant_times",
     "poisson_by_count",
     "on_off_times",
     "diurnal_times",
@@ -165,6 +167,50 @@ def poisson_gaps(
         t = np.cumsum(np.concatenate([t[-1:], rng.exponential(mean_gap_ms, chunk)]))[1:]
         parts.append(t)
     t = np.concatenate(parts) if len(parts) > 1 else t
+    return t[t < until_ms]
+
+
+def on_off_gaps(
+    rng: np.random.Generator, spec: OnOff, until_ms: float, chunk: int = 1024
+) -> np.ndarray:
+    """The instants (float ms, before ``until_ms``) at which :func:`on_off` asks, bit for bit.
+
+    Its gaps are drawn from ``rng`` ``chunk`` at a time (the same values, in the same order, as
+    one draw per gap) and summed as SimPy sums them; a gap that would end past its phase is
+    drawn and dropped, as the process drops it.
+    """
+    times: list[float] = []
+    if spec.rate_per_s == 0:
+        return np.array(times, dtype="float64")
+    mean_gap_ms, on_ms, off_ms = 1000.0 / spec.rate_per_s, spec.on_ms, spec.off_ms
+    gaps: list[float] = []
+    k = 0
+    now = 0.0 + spec.start_ms
+    while now < until_ms:
+        phase_end = now + on_ms
+        while True:
+            if k == len(gaps):
+                gaps, k = rng.exponential(mean_gap_ms, chunk).tolist(), 0
+            gap = gaps[k]
+            k += 1
+            if now + gap >= phase_end:
+                break
+            now = now + gap
+            if now >= until_ms:
+                return np.array(times, dtype="float64")
+            times.append(now)
+        now = now + (phase_end - now + off_ms)
+    return np.array(times, dtype="float64")
+
+
+def constant_times(spec: ConstantRate, until_ms: float) -> np.ndarray:
+    """The instants (float ms, before ``until_ms``) at which :func:`constant` asks, bit for bit:
+    ``start_ms``, then the gap added again and again (``cumsum`` adds in order, as SimPy does)."""
+    if spec.rate_per_s == 0 or spec.start_ms >= until_ms:
+        return np.zeros(0, dtype="float64")
+    gap_ms = 1000.0 / spec.rate_per_s
+    n = int((until_ms - spec.start_ms) / gap_ms) + 2  # one more than can fit
+    t = np.cumsum(np.concatenate([[0.0 + spec.start_ms], np.full(n, gap_ms)]))
     return t[t < until_ms]
 
 

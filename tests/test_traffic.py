@@ -60,3 +60,48 @@ def test_vectorised_shapes_keep_their_mean_rate_inside_the_span(draw):
         assert np.all((t >= 0) & (t < 600_000))
     mean = np.mean([len(t) for t in counts])
     assert 0.9 * 6_000 < mean < 1.1 * 6_000  # 0.01 per ms for 600 s
+
+
+def _played_process(process_fn, spec, seed: int, until_ms: float) -> list[float]:
+    timeline, times = Timeline(), []
+    process = process_fn(
+        timeline, spec, lambda name: times.append(timeline.now), np.random.default_rng(seed)
+    )  # type: ignore[arg-type]
+    for delay in process:
+        timeline.now = timeline.now + delay
+        if timeline.now >= until_ms:
+            break
+    return times
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rate=st.one_of(st.just(0.0), st.floats(0.01, 500)),
+    on=st.floats(0.5, 3_000),
+    off=st.floats(0, 3_000),
+    start=st.floats(0, 5_000),
+    until=st.floats(1, 20_000),
+    seed=st.integers(0, 2**32),
+    chunk=st.integers(1, 9),
+)
+def test_on_off_gaps_are_the_process_instants(rate, on, off, start, until, seed, chunk):
+    from simulator.scenario import OnOff
+    from simulator.traffic import on_off, on_off_gaps
+
+    spec = OnOff("o", rate_per_s=rate, on_ms=on, off_ms=off, start_ms=start)
+    got = on_off_gaps(np.random.default_rng(seed), spec, until, chunk=chunk)
+    assert got.tolist() == _played_process(on_off, spec, seed, until)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rate=st.one_of(st.just(0.0), st.floats(0.001, 2_000)),
+    start=st.floats(0, 5_000),
+    until=st.floats(0, 20_000),
+)
+def test_constant_times_are_the_process_instants(rate, start, until):
+    from simulator.scenario import ConstantRate
+    from simulator.traffic import constant, constant_times
+
+    spec = ConstantRate("c", rate_per_s=rate, start_ms=start)
+    assert constant_times(spec, until).tolist() == _played_process(constant, spec, 0, until)
