@@ -26,8 +26,9 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -273,6 +274,22 @@ class DecisionCsv:
             self._csv.writerows(zip(*part, strict=True))  # one row at a time, in C
             self._flush(end - start)
 
+    def _texts(self, lines: Iterable[tuple[Any, ...]]) -> list[str]:
+        """Each line as the CSV text the writer makes of it, one string per line (what is
+        kept to be sorted: one object per row, written out as it is)."""
+        lengths = list(map(self._csv.writerow, lines))  # each write's length, in characters
+        text = self._text.getvalue()
+        self._text.seek(0)
+        self._text.truncate()
+        ends = list(accumulate(lengths))
+        return list(map(text.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+
+    def _write_texts(self, texts: Sequence[str]) -> None:
+        for start in range(0, len(texts), ROWS_PER_WRITE):
+            part = texts[start : start + ROWS_PER_WRITE]
+            self._text.write("".join(part))
+            self._flush(len(part))
+
     def __call__(self, rows: Sequence[Row]) -> None:
         """Write (or keep, out of order) one batch: a :class:`~simulator.records.Decisions`
         is written from its columns; anything else row by row."""
@@ -282,14 +299,15 @@ class DecisionCsv:
                 self._write_columns(columns)
             else:
                 positions = np.asarray(rows.positions, dtype=np.int64).tolist()
-                self._spool.add(positions, positions, list(zip(*columns, strict=True)))
+                texts = self._texts(zip(*columns, strict=True))
+                self._spool.add(positions, positions, texts)
         else:
             lines = list(map(self._to_line, rows))
             if self._spool is None:
                 self._write(lines)
             else:
                 positions = [row[0] for row in rows]
-                self._spool.add(positions, positions, lines)
+                self._spool.add(positions, positions, self._texts(lines))
         if self.stop is not None:
             self.stop.check()
 
@@ -302,7 +320,7 @@ class DecisionCsv:
         try:
             if spool is not None and not self._broken:
                 for block in spool.merged():
-                    self._write(block.items)
+                    self._write_texts(block.items)
         finally:
             if spool is not None:
                 spool.close()
