@@ -27,14 +27,21 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from simulator.records import Decisions, Row, http_headers
+from simulator.cli.lines import (
+    HEADER,
+    HEADER_FIELDS,
+    HeaderColumns,
+    _columns,
+    _line,
+    _line_with_cost,
+)
+from simulator.records import Decisions, Row
 from simulator.spool import Spool
 
 __all__ = [
@@ -47,18 +54,6 @@ __all__ = [
     "StopCheck",
 ]
 
-#: Columns of the replay output; ``line`` is the request's row in the input (from 1).
-HEADER = (
-    "line",
-    "t_ms",
-    "client",
-    "allowed",
-    "count",
-    "limit",
-    "remaining",
-    "reset_ms",
-    "retry_after_ms",
-)
 #: Rows written per system call.
 ROWS_PER_WRITE = 1000
 #: Decisions sorted in memory at a time when a trace out of order is put back in input order.
@@ -105,74 +100,6 @@ def check_output(out: Path | None, trace: Path) -> None:
             out.unlink()
     except OSError as exc:
         raise OutputError(f"{where}: cannot be written ({exc.strerror})") from None
-
-
-def _line(row: Row) -> tuple[Any, ...]:
-    position, client, t_ms, d, _ = row
-    retry = "" if d.allowed else d.retry_after_ms
-    return (position + 1, t_ms, client, int(d.allowed), float(d.count), d.limit) + (
-        d.remaining,
-        d.reset_ms,
-        retry,
-    )
-
-
-def _line_with_cost(row: Row) -> tuple[Any, ...]:
-    line = _line(row)
-    return (*line[:3], row[4], *line[3:])
-
-
-def _columns(rows: Decisions, costs: bool) -> list[list[Any]]:
-    """The CSV's columns of a batch, each a list of the very values :func:`_line` gives."""
-    d = rows.columns
-    retry: Any = d.retry_after_ms.astype(object)
-    retry[d.allowed] = ""  # no Retry-After on an admitted request
-    columns = [
-        (np.asarray(rows.positions, dtype=np.int64) + 1).tolist(),
-        list(rows.t_ms),
-        rows.clients,
-        d.allowed.astype(np.int8).tolist(),
-        d.count.tolist(),
-        d.limit.tolist(),
-        d.remaining.tolist(),
-        d.reset_ms.tolist(),
-        retry.tolist(),
-    ]
-    if costs:
-        columns.insert(3, rows.cost_list())
-    return columns
-
-
-#: The header fields ``--headers`` adds as columns, per style.
-HEADER_FIELDS = {
-    "draft": ("RateLimit-Policy", "RateLimit", "Retry-After"),
-    "legacy": ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"),
-    "both": (
-        "RateLimit-Policy",
-        "RateLimit",
-        "RateLimit-Limit",
-        "RateLimit-Remaining",
-        "RateLimit-Reset",
-        "Retry-After",
-    ),
-}
-
-
-@dataclass(frozen=True)
-class HeaderColumns:
-    """The header fields to write beside each decision (``--headers``) and what they need."""
-
-    style: str
-    policy: str
-    window_ms: int
-    rate_limit: int
-
-    def names(self) -> tuple[str, ...]:
-        return HEADER_FIELDS[self.style]
-
-    def values(self, row: Row) -> tuple[str, ...]:
-        fields = http_headers(row[3], self.style, self.window_ms, self.rate_limit, self.policy)
-        return tuple(fields.get(name, "") for name in self.names())
 
 
 class DecisionCsv:
