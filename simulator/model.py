@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -69,13 +70,45 @@ def simulate(
     scenario: Scenario,
     backend: Backend | None = None,
     on_rows: Callable[[list[Row]], None] | None = None,
+    *,
+    shards: int = 1,
+    scheduler: Any = None,
 ) -> pd.DataFrame:
     """Run ``scenario`` and return its decision log (one row per request).
 
     On a real server ``echomq`` runs on real time (the scenario takes its duration in wall time);
     the frame's ``attrs["late_ms"]`` then holds how late (ms) each decision was sent.
     ``on_rows`` receives each decision as it is made (its position is the row number).
+
+    ``shards=N`` splits the clients into N shards, each simulated on its own fake server in a
+    Dask task (``scheduler``: see :func:`simulator.workers.dask_client`), and concatenates their
+    logs: the same rows as one run (:mod:`simulator.shards`).
     """
+    if shards != 1 or scheduler is not None:
+        from simulator.shards import simulate_sharded
+
+        if backend is not None or on_rows is not None:
+            from simulator.scenario import ConfigError
+
+            raise ConfigError(
+                "simulate.shards: each shard runs on a fake server of its own, so neither a "
+                "backend nor on_rows can be given with shards"
+            )
+        return simulate_sharded(scenario, shards, scheduler)
+    return _simulate(scenario, backend, on_rows)
+
+
+def _simulate(
+    scenario: Scenario,
+    backend: Backend | None = None,
+    on_rows: Callable[[list[Row]], None] | None = None,
+    run_id: str | None = None,
+    indices: Sequence[int] | None = None,
+    instants: list[float] | None = None,
+) -> pd.DataFrame:
+    """:func:`simulate` itself; a shard passes the whole run's ``run_id``, for each of its
+    clients its position in the whole run (``indices``: the client's random generator), and a
+    list that gets each decision's exact simulated instant (``instants``: how shards merge)."""
     backend = backend or FakeRedisBackend()
     env = environment_for(backend, scenario.algorithm)
     backend.follow(lambda: env.now)
@@ -83,7 +116,8 @@ def simulate(
         backend, scenario.limit, scenario.window_ms, **scenario.params
     )
     params = dict(scenario.params)  # part of the id only for algorithms that have any
-    run_id = run_id_for(scenario, params) if params else run_id_for(scenario)
+    if run_id is None:
+        run_id = run_id_for(scenario, params) if params else run_id_for(scenario)
     log = DecisionLog(run_id, scenario.seed, scenario.algorithm)
     decide, append = limiter.decide, log.append
     late: list[float] = []
@@ -101,10 +135,12 @@ def simulate(
             watch.end(now_ms)
         if on_rows is not None:
             on_rows([(len(log), client, now_ms, decision)])
+        if instants is not None:
+            instants.append(env.now)
         append(client, now_ms, decision)
         return decision
 
-    _start_clients(env, scenario, ask)
+    _start_clients(env, scenario, ask, indices)
     if isinstance(env, simpy.rt.RealtimeEnvironment):
         env.sync()  # playing the clients ahead took wall time; the run starts now
     try:
@@ -125,14 +161,17 @@ def _client_rng(seed: int, i: int) -> np.random.Generator:
 
 
 def _start_clients(
-    env: simpy.Environment, scenario: Scenario, ask: Callable[[str], Decision]
+    env: simpy.Environment,
+    scenario: Scenario,
+    ask: Callable[[str], Decision],
+    indices: Sequence[int] | None = None,
 ) -> None:
     """A process for each client that reacts; one feeder for all the others' requests."""
     times: list[list[float]] = []
     owners: list[int] = []
     names: list[str] = []
     for i, spec in enumerate(scenario.clients):
-        rng = _client_rng(scenario.seed, i)
+        rng = _client_rng(scenario.seed, i if indices is None else indices[i])
         if reacts(spec):
             env.process(process_for(env, spec, ask, rng))
             continue

@@ -133,6 +133,10 @@ class Limiter:
     memory: ClassVar[MemoryModel | None] = None
     #: Its own parameters beside limit and window, each with a default from them.
     params_declared: ClassVar[tuple[Param, ...]] = ()
+    #: True when a client's decisions depend on its own requests only (every key under its own
+    #: hash tag), so that a run can be split by client into shards (:mod:`simulator.shards`).
+    #: False for a limiter whose clients share state, such as one budget for a queue's workers.
+    per_client: ClassVar[bool] = True
 
     def __init__(self, backend: Any, limit: int, window_ms: int, **params: object) -> None:
         self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)
