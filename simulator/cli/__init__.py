@@ -1,4 +1,4 @@
-"""Command line: ``python -m simulator {burst,replay,charts,memory,bench} ...``.
+"""Command line: ``python -m simulator {burst,replay,sweep,charts,memory,bench} ...``.
 
 Each command is a module here with a ``register(subparsers)`` and its ``cmd_*``; :data:`COMMANDS`
 lists them. Bad input (an unknown algorithm, a limit of 0, a malformed trace line) gets one message
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simulator.backends import BackendError, ScriptError
-from simulator.cli import bench, burst, charts, memory, replay
+from simulator.cli import bench, burst, charts, memory, replay, sweep
 from simulator.cli.args import UsageError
 from simulator.scenario import ConfigError
 from simulator.traces import TraceError
@@ -24,7 +24,7 @@ from simulator.traces import TraceError
 __all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
 
 #: The subcommands, in the order ``--help`` lists them.
-COMMANDS = (burst, replay, charts, memory, bench)
+COMMANDS = (burst, replay, sweep, charts, memory, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

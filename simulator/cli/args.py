@@ -30,6 +30,8 @@ __all__ = [
     "print_time_notes",
     "add_param_option",
     "params_for",
+    "scheduler_address",
+    "add_scheduler_options",
 ]
 
 
@@ -222,3 +224,32 @@ def params_for(
                     f"(its own: {', '.join(sorted(declared)) or 'none'})"
                 )
     return {name: value for name, value in pairs if name in declared}
+
+
+def scheduler_address(text: str) -> str:
+    from simulator.scenario import ConfigError
+    from simulator.workers import check_scheduler
+
+    try:
+        return str(check_scheduler(text))
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("scheduler: ")) from None
+
+
+def add_scheduler_options(p: argparse.ArgumentParser, what: str = "the tasks") -> None:
+    p.add_argument(
+        "--scheduler",
+        type=scheduler_address,
+        default=None,
+        metavar="ADDRESS",
+        help=f"where {what} run: tcp://HOST:PORT (a running Dask scheduler; every worker needs "
+        "this package installed), local (default: a LocalCluster with one worker process per "
+        "core, started and stopped with the command) or serial (here, one after another)",
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="worker processes of the LocalCluster (default: one per core)",
+    )

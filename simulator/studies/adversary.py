@@ -21,14 +21,14 @@ the real scripts on the virtual clock (:func:`confirm_on_lua`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from simulator.clients import burst_at, register_process
-from simulator.fastref import decide_bulk
+from simulator.fastref import decide_any
 from simulator.metrics import max_in_window, trailing_admitted
 from simulator.model import simulate
 from simulator.scenario import ClientSpec, ConfigError, Scenario
@@ -43,6 +43,8 @@ __all__ = [
     "search",
     "confirm_on_lua",
     "worst_cases",
+    "worst_case",
+    "schedule_of",
 ]
 
 Burst = tuple[int, int]  # (at_ms, n)
@@ -102,15 +104,20 @@ for _spec in (BurstSchedule, SeamTimer, EndBunching):
 
 
 def peak_admitted(
-    algorithm: str, bursts: list[Burst], limit: int, window_ms: int
+    algorithm: str,
+    bursts: list[Burst],
+    limit: int,
+    window_ms: int,
+    params: Mapping[str, float] | None = None,
 ) -> tuple[int, int]:
-    """Most requests of one client admitted in any (t - W, t], and the first t where it happens."""
+    """Most requests of one client admitted in any (t - W, t], and the first t where it happens
+    (``params``: the algorithm's own parameters)."""
     if not bursts:
         return 0, 0
     at = np.array([b[0] for b in bursts], dtype="int64")
     n = np.array([b[1] for b in bursts], dtype="int64")
     t = np.repeat(at, n)
-    bulk = decide_bulk(algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms)
+    bulk = decide_any(algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms, params)
     adm = t[bulk.allowed]
     if len(adm) == 0:
         return 0, 0
@@ -170,6 +177,7 @@ def search(
     algorithm: str,
     config: SearchConfig = SearchConfig(),
     on_generation: Callable[[int, int], None] | None = None,
+    params: Mapping[str, float] | None = None,
 ) -> SearchResult:
     """Evolve burst schedules that maximise the most admitted in any (t - W, t]."""
     c, started = config, time.perf_counter()
@@ -183,7 +191,7 @@ def search(
     def fitness(ind: list[Burst]) -> tuple[int, int]:
         key = tuple(ind)
         if key not in cache:  # most admitted first; fewer requests sent breaks ties
-            cache[key] = (peak_admitted(algorithm, ind, L, w)[0], -sum(n for _, n in ind))
+            cache[key] = (peak_admitted(algorithm, ind, L, w, params)[0], -sum(n for _, n in ind))
         return cache[key]
 
     def random_one() -> list[Burst]:
@@ -243,8 +251,8 @@ def search(
             children.append(child)
         population = children
         generation += 1
-    best = _polish(algorithm, max(population, key=fitness), L, w)
-    peak, peak_t = peak_admitted(algorithm, best, L, w)
+    best = _polish(algorithm, max(population, key=fitness), L, w, params)
+    peak, peak_t = peak_admitted(algorithm, best, L, w, params)
     return SearchResult(
         algorithm,
         BurstSchedule(f"search-{algorithm}", tuple(t for t, _ in best), tuple(n for _, n in best)),
@@ -258,14 +266,21 @@ def search(
     )
 
 
-def _polish(algorithm: str, best: list[Burst], limit: int, window_ms: int) -> list[Burst]:
+def _polish(
+    algorithm: str,
+    best: list[Burst],
+    limit: int,
+    window_ms: int,
+    params: Mapping[str, float] | None = None,
+) -> list[Burst]:
     """Drop bursts and trim sizes that do not change the peak, so the schedule reads clearly."""
-    peak = peak_admitted(algorithm, best, limit, window_ms)[0]
+
+    def peak_of(bursts: list[Burst]) -> int:
+        return peak_admitted(algorithm, bursts, limit, window_ms, params)[0]
+
+    peak = peak_of(best)
     for i in reversed(range(len(best))):
-        if (
-            len(best) > 1
-            and peak_admitted(algorithm, best[:i] + best[i + 1 :], limit, window_ms)[0] == peak
-        ):
+        if len(best) > 1 and peak_of(best[:i] + best[i + 1 :]) == peak:
             best = best[:i] + best[i + 1 :]
     for i in range(len(best)):
         t, n = best[i]
@@ -273,22 +288,26 @@ def _polish(algorithm: str, best: list[Burst], limit: int, window_ms: int) -> li
         while lo < hi:
             mid = (lo + hi) // 2
             trial = best[:i] + [(t, mid)] + best[i + 1 :]
-            if peak_admitted(algorithm, trial, limit, window_ms)[0] == peak:
+            if peak_of(trial) == peak:
                 hi = mid
             else:
                 lo = mid + 1
         trial = best[:i] + [(t, lo)] + best[i + 1 :]
-        if peak_admitted(algorithm, trial, limit, window_ms)[0] == peak:
+        if peak_of(trial) == peak:
             best = trial
     return best
 
 
 def confirm_on_lua(
-    algorithm: str, spec: ClientSpec, limit: int, window_ms: int
+    algorithm: str,
+    spec: ClientSpec,
+    limit: int,
+    window_ms: int,
+    params: Mapping[str, float] | None = None,
 ) -> tuple[int, pd.DataFrame]:
     """Play an adversary through the real script on fakeredis: (most admitted in a window, log)."""
     last = max(t for t, _ in spec.bursts())  # type: ignore[attr-defined]
-    scenario = Scenario(algorithm, limit, window_ms, last + 1, (spec,))
+    scenario = Scenario(algorithm, limit, window_ms, last + 1, (spec,), params=dict(params or {}))
     frame = simulate(scenario)
     return int(max_in_window(frame, window_ms).iloc[0]), frame
 
@@ -299,28 +318,45 @@ def worst_cases(
     on_algorithm: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, SearchResult]]:
     """Per algorithm: the hand-made adversaries and the search, each confirmed on the Lua path."""
+    rows, results = [], {}
+    for algorithm in algorithms:
+        row, results[algorithm] = worst_case(algorithm, config)
+        rows.append(row)
+        if on_algorithm is not None:
+            on_algorithm(algorithm)
+    return pd.DataFrame(rows), results
+
+
+def worst_case(
+    algorithm: str,
+    config: SearchConfig = SearchConfig(),
+    params: Mapping[str, float] | None = None,
+) -> tuple[dict, SearchResult]:
+    """One algorithm's row of :func:`worst_cases` (a sweep's task) and its search result."""
     L, w = config.limit, config.window_ms
     named: dict[str, SeamTimer | EndBunching] = {
         "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
         "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
     }
-    rows, results = [], {}
-    for algorithm in algorithms:
-        result = search(algorithm, config)
-        results[algorithm] = result
-        row = {"algorithm": algorithm, "limit": L, "window_s": w / 1000}
-        for name, spec in named.items():
-            row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w)[0]
-        lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w)
-        row |= {
-            "search_max": result.max_in_window,
-            "search_ratio": result.ratio,
-            "lua_max": lua_peak,
-            "schedule": " ".join(f"{n}@{t}ms" for t, n in result.schedule.bursts()),
-            "evaluations": result.evaluations,
-            "generations": result.generations,
-        }
-        rows.append(row)
-        if on_algorithm is not None:
-            on_algorithm(algorithm)
-    return pd.DataFrame(rows), results
+    result = search(algorithm, config, params=params)
+    row: dict = {"algorithm": algorithm, "limit": L, "window_s": w / 1000}
+    for name, spec in named.items():
+        row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w, params)[0]
+    lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w, params)
+    row |= {
+        "search_max": result.max_in_window,
+        "search_ratio": result.ratio,
+        "lua_max": lua_peak,
+        "schedule": " ".join(f"{n}@{t}ms" for t, n in result.schedule.bursts()),
+        "evaluations": result.evaluations,
+        "generations": result.generations,
+    }
+    return row, result
+
+
+def schedule_of(algorithm: str, text: str) -> BurstSchedule:
+    """The schedule a row of :func:`worst_cases` names (``100@59999ms 100@119998ms``)."""
+    bursts = [part.removesuffix("ms").split("@") for part in text.split()]
+    return BurstSchedule(
+        f"search-{algorithm}", tuple(int(t) for _, t in bursts), tuple(int(n) for n, _ in bursts)
+    )
