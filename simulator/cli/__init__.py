@@ -19,6 +19,7 @@ from simulator.backends import BackendError, ScriptError
 from simulator.cli import bench, burst, charts, memory, replay, sweep
 from simulator.cli.args import UsageError
 from simulator.scenario import ConfigError
+from simulator.sweeps.run import SweepFailed
 from simulator.traces import TraceError
 
 __all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
@@ -63,7 +64,7 @@ def main(argv: Sequence[str] | None = None, *, restore_signals: bool = True) -> 
     except (UsageError, ConfigError, TraceError) as exc:
         print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (BackendError, ScriptError) as exc:
+    except (BackendError, ScriptError, SweepFailed) as exc:
         print(f"{parser.prog} {args.command}: failed: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:

@@ -236,7 +236,9 @@ def scheduler_address(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("scheduler: ")) from None
 
 
-def add_scheduler_options(p: argparse.ArgumentParser, what: str = "the tasks") -> None:
+def add_scheduler_options(
+    p: argparse.ArgumentParser, what: str = "the tasks", workers: bool = True
+) -> None:
     p.add_argument(
         "--scheduler",
         type=scheduler_address,
@@ -246,6 +248,8 @@ def add_scheduler_options(p: argparse.ArgumentParser, what: str = "the tasks") -
         "this package installed), local (default: a LocalCluster with one worker process per "
         "core, started and stopped with the command) or serial (here, one after another)",
     )
+    if not workers:
+        return
     p.add_argument(
         "--workers",
         type=positive_int,

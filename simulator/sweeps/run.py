@@ -22,7 +22,7 @@ from simulator.sweeps.dataset import code_fingerprint, finished, task_id, write_
 from simulator.sweeps.spec import SweepSpec, grid_points
 from simulator.sweeps.studies import run_point
 
-__all__ = ["SweepOutcome", "run_sweep", "describe_point"]
+__all__ = ["SweepOutcome", "SweepFailed", "run_sweep", "unfinished", "describe_point"]
 
 
 @dataclass
@@ -39,6 +39,25 @@ class SweepOutcome:
     @property
     def complete(self) -> bool:
         return self.skipped + self.done == len(self.tasks)
+
+
+class SweepFailed(RuntimeError):
+    """Tasks of a sweep failed (the others were kept); raised where all of them are needed."""
+
+    def __init__(self, name: str, outcome: SweepOutcome) -> None:
+        point, message = outcome.failed[0]
+        super().__init__(
+            f"sweep {name}: {len(outcome.failed)} of {len(outcome.tasks)} tasks failed, e.g. "
+            f"{describe_point(point)}: {message}; the finished ones are kept in {outcome.folder}"
+        )
+        self.outcome = outcome
+
+
+def unfinished(spec: SweepSpec, root: str | Path) -> int:
+    """How many of the sweep's tasks are not finished by this code under ``root``."""
+    tasks = [task_id(spec.study, p) for p in grid_points(spec)]
+    done, _ = finished(Path(root) / spec.name, tasks, code_fingerprint())
+    return len(tasks) - len(done)
 
 
 def describe_point(point: dict[str, Any]) -> str:
