@@ -198,17 +198,26 @@ def boundary_burst(
     per_burst: int | None = None,
     backend: Backend | None = None,
     params: Mapping[str, float] | None = None,
+    users: int = 1,
+    shards: int = 1,
+    scheduler: Any = None,
 ) -> pd.DataFrame:
     """The practice case: ``per_burst`` requests (default ``limit``) at each of two seconds.
 
-    ``params``: the algorithm's own parameters (the others take their defaults)."""
+    ``params``: the algorithm's own parameters (the others take their defaults). ``users``: how
+    many clients burst alike (one is ``user``; more are ``user0``, ``user1``, ...), split into
+    ``shards`` on Dask (see :func:`simulate`)."""
+    from simulator.scenario import check_int
+
     n = limit if per_burst is None else per_burst
+    users = check_int("boundary_burst", "users", users, 1, 100_000_000)
+    names = ["user"] if users == 1 else [f"user{i}" for i in range(users)]
     scenario = Scenario(
         algorithm=algorithm,
         limit=limit,
         window_ms=round(window_s * 1000),
         duration_ms=max(first_s, second_s) * 1000 + 1,
-        clients=(BurstAt("user", n=n, at_s=(first_s, second_s)),),
+        clients=tuple(BurstAt(name, n=n, at_s=(first_s, second_s)) for name in names),
         params=dict(params or {}),
     )
-    return simulate(scenario, backend)
+    return simulate(scenario, backend, shards=shards, scheduler=scheduler)
