@@ -113,7 +113,7 @@ def run_tasks(
         return
     from distributed import as_completed
 
-    sent = client.scatter(list(items)) if scatter else items
+    sent = client.scatter(list(items), hash=False) if scatter else items  # no tokenizing
     futures = [client.submit(fn, item, pure=False) for item in sent]
     where = {f.key: i for i, f in enumerate(futures)}
     try:
