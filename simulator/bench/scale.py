@@ -19,7 +19,7 @@ __all__ = ["bench_scale"]
 
 CLIENTS = 1_000_000
 RATE_PER_S = 0.01  # one request per client every 100 s on average
-DURATION_MS = 6_000.0
+DURATION_MS = 20_000.0
 SWEEP = {
     "name": "bench_scale",
     "study": "accuracy",
@@ -27,7 +27,7 @@ SWEEP = {
         "algorithm": ["sliding_counter", "fixed_window"],
         "kind": ["poisson", "on_off"],
         "load": [0.5, 1.0, 2.0],
-        "client_count": 100,
+        "client_count": 400,
         "seed": [0, 1],
     },
 }
@@ -45,18 +45,24 @@ def _sweep_rate(scheduler: object, root: Path) -> tuple[float, int]:
 
 
 def bench_scale(decisions: int = 10_000, out: Callable[[str], None] = print) -> None:
+    import os
+
     import pandas as pd
 
     from simulator.model import simulate
     from simulator.scenario import Poisson, Scenario
     from simulator.workers import dask_client
 
-    out("scale: Dask LocalCluster, one thread per worker process; clusters started off the clock")
+    out(
+        "scale: Dask LocalCluster, one thread per worker process; clusters started off the "
+        f"clock; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start "
+        "(other work on the machine takes cores from the workers)"
+    )
     rates: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         elapsed, n = _sweep_rate("serial", Path(tmp) / "serial")
         rates["serial"] = n / elapsed
-        out(f"sweep of {n} accuracy tasks (100 clients, 10 simulated min each)")
+        out(f"sweep of {n} accuracy tasks (400 clients, 10 simulated min each)")
         out(f"{'where':<22} {'start s':>8} {'sweep s':>8} {'tasks/s':>8}")
         out(f"{'serial (no Dask)':<22} {'':>8} {elapsed:>8.1f} {rates['serial']:>8.1f}")
         for workers in (1, 2):
@@ -101,6 +107,7 @@ def bench_scale(decisions: int = 10_000, out: Callable[[str], None] = print) -> 
         label = f"2 shards, {workers} worker{'s' * (workers > 1)}"
         rate = len(sharded) / times[str(workers)]
         out(f"{label:<22} {started:>8.1f} {times[str(workers)]:>8.1f} {rate:>12,.0f}  {same}")
+    out(f"load average at the end: {os.getloadavg()[0]:.2f}")
     out(
         f"{len(whole):,} decisions; sharded speed-up 1 -> 2 workers: "
         f"{times['1'] / times['2']:.2f}x (whole run in one process: {times['whole'] / times['2']:.2f}x)"
