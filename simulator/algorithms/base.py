@@ -46,8 +46,12 @@ class MemoryModel:
     ``idle`` with only what never expires left). ``windows``: grid windows of requests that build
     the steady state. ``trailing``: the window trails now, so the requests are spread over
     ``(now - W, now]`` instead of grid windows. ``request_ids``: one member per request, whose id
-    format (``now_ms-seq`` or ``uuid4``) is part of the layout. ``whiteboard(limit, key_bytes)``:
-    payload bytes per user a candidate would write down (no per-key or per-entry overhead).
+    format (``now_ms-seq`` or ``uuid4``) is part of the layout. ``drained``: the steady state is a
+    client at its limit whose key lives as long as it keeps sending (a bucket: spent at once,
+    then sending at the rate), so the key still lives when it is weighed; a bucket sent to only
+    at the rate stays nearly full and expires within one token's time. ``whiteboard(limit,
+    key_bytes)``: payload bytes per user a candidate would write down (no per-key or per-entry
+    overhead).
     """
 
     whiteboard: Callable[[int, int], int]
@@ -55,6 +59,7 @@ class MemoryModel:
     windows: int = 1
     trailing: bool = False
     request_ids: bool = False
+    drained: bool = False
 
 
 @dataclass(frozen=True)
