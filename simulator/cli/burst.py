@@ -14,6 +14,7 @@ from simulator.cli.args import (
     add_backend_options,
     add_limit_options,
     add_param_option,
+    add_script_option,
     params_for,
     positive_int,
     print_time_notes,
@@ -131,4 +132,5 @@ def register(sub: Any) -> None:
     )
     add_param_option(p)
     add_backend_options(p)
+    add_script_option(p)
     p.set_defaults(func=cmd_burst)

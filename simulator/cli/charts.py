@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from simulator.cli.args import add_script_option
 from simulator.cli.jobs import JOB_NAMES
 
 __all__ = ["register", "cmd_charts"]
@@ -41,4 +42,5 @@ def register(sub: Any) -> None:
         metavar="JOB",
         help=f"run only these chart jobs (any of: {', '.join(JOB_NAMES)})",
     )
+    add_script_option(p)
     p.set_defaults(func=cmd_charts)

@@ -19,7 +19,13 @@ import redis
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import BackendError, RedisBackend
-from simulator.cli.args import UsageError, algorithm_name, positive_float, positive_int
+from simulator.cli.args import (
+    UsageError,
+    add_script_option,
+    algorithm_name,
+    positive_float,
+    positive_int,
+)
 from simulator.studies import bigkey, memory
 
 __all__ = ["register", "cmd_memory", "table_tag"]
@@ -256,4 +262,5 @@ def register(subparsers: Any) -> None:
         "algorithms' rows are kept",
     )
     p.add_argument("--out-dir", default="data", metavar="DIR", help="output folder (default data)")
+    add_script_option(p)
     p.set_defaults(func=cmd_memory)
