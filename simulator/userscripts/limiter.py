@@ -16,6 +16,7 @@ raises stops the run with the server's message; all of them are :class:`UserScri
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -51,7 +52,9 @@ def _compile_check(path: Path, source: str) -> None:
     try:
         lua.LuaRuntime(encoding=None).compile(source.encode("utf-8"))
     except lua.LuaSyntaxError as exc:
-        said = str(exc).replace('[string "<python>"]', "line").strip()
+        text = exc.args[0] if exc.args else ""
+        said = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+        said = re.sub(r'^\[string "[^"]*"\]:(\d+):', r"line \1:", said.strip())
         raise UserScriptError(f"{path}: Lua syntax error: {said}") from None
 
 
@@ -167,6 +170,10 @@ class UserScript(Limiter):
             if allowed
             else (-1 if retry is None else math.ceil(retry * scale[d.retry_after_unit])),
         )
+
+    def failure(self, exc: ScriptError) -> UserScriptError:
+        """What a run that this script stopped reports (exit status 2, not a server's 1)."""
+        return UserScriptError(f"{self.path}: the script failed: {exc}")
 
     def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         keys, args = self.keys(client, now_ms), self.args(client, now_ms, cost)
