@@ -222,3 +222,37 @@ def test_a_script_that_writes_an_undeclared_key_or_raises_keeps_what_was_decided
         err = capsys.readouterr().err
         assert code == 2 and needle in err and str(path) in err and "Traceback" not in err
         assert len(pd.read_csv(out)) == 2  # the two decisions before the bad call are kept
+
+
+def test_a_user_script_appears_in_the_charts_with_a_colour_of_its_own(scripts, tmp_path):
+    from simulator.charts import PALETTE
+
+    path = scripts("fw10.lua", FW10)
+    out = tmp_path / "charts"
+    args = ["charts", "--only", "burst", "--script", f"mine={path}", "--out-dir", str(out)]
+    assert main(args) == 0
+    table = pd.read_csv(out / "boundary_burst.csv")
+    assert "mine" in set(table["algorithm"])
+    assert (out / "boundary_burst.png").stat().st_size > 0
+    cls = register_script(path, "mine")
+    others = {PALETTE[n] for n in ALGORITHMS if n != "mine"} | {
+        PALETTE[r] for r in ("exact", "local", "split", "shared_queue", "per_room", "variant")
+    }
+    assert cls.colour not in others
+
+
+def test_the_worst_case_search_and_the_contracts_take_a_script_on_the_lua_path(scripts):
+    from simulator.studies.adversary import SearchConfig, worst_cases
+    from simulator.studies.contracts import compare_contracts
+    from simulator.studies.families import Family, offered
+
+    register_script(scripts("fw10.lua", FW10), "mine")
+    table, _ = worst_cases(("mine",), SearchConfig(limit=5, window_ms=1000, generations=3))
+    assert table["searched_on"].tolist() == ["lua (no bulk kernel)"]
+    assert table["lua_max"].iloc[0] == table["search_max"].iloc[0] <= 10
+    f = Family("f", "poisson", 5, load=1.5, limit=5, window_ms=1000, duration_ms=20_000)
+    rows = compare_contracts(offered(f), f.limit, f.window_ms, f.name).set_index("variant")
+    assert rows.loc["mine", "decided_on"].startswith("lua, ")
+    # a fixed window on the clock grid decides as the built-in one
+    same = ["admitted_vs_log_pct", "decided_differently_pct", "max_in_window_ratio"]
+    assert rows.loc["mine", same].tolist() == rows.loc["fixed_window", same].tolist()

@@ -74,14 +74,17 @@ def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> li
         f"stop loading at {budget_gib:g} GiB used_memory",
         file=sys.stderr,
     )
+    from simulator.userscripts import user_scripts
+
+    mine = user_scripts()  # --script: each in its steady state, at the limit
     only = tuple(args.algorithm or ())
-    layouts = [la for la in memory.LAYOUTS if not only or la.algorithm in only]
+    every = [*memory.LAYOUTS, *(memory.Layout(n) for n in mine)]
+    layouts = [la for la in every if not only or la.algorithm in only]
     table, growth = memory.measure_all(
         backend, users, int(budget_gib * GIB), server, layouts, script_users=args.script_users
     )
-    study = bigkey.bigkey_study(
-        backend, decisions=args.decisions, **({"algorithms": only} if only else {})
-    )
+    chosen = only or (*bigkey.ALGORITHMS_STUDIED, *mine)
+    study = bigkey.bigkey_study(backend, decisions=args.decisions, algorithms=chosen)
     bigkeys = _stamp(
         study,
         facts,
