@@ -256,3 +256,32 @@ def test_the_worst_case_search_and_the_contracts_take_a_script_on_the_lua_path(s
     # a fixed window on the clock grid decides as the built-in one
     same = ["admitted_vs_log_pct", "decided_differently_pct", "max_in_window_ratio"]
     assert rows.loc["mine", same].tolist() == rows.loc["fixed_window", same].tolist()
+
+
+def test_an_exercise_grades_the_students_script_once_written(tmp_path):
+    import shutil
+
+    from simulator.userscripts.exercises import attempt, grade
+
+    folder = tmp_path / "exercises"
+    shutil.copytree(ROOT / "notebooks" / "exercises", folder)
+    unwritten = attempt("fixed_window", folder)
+    assert unwritten.solution and grade(unwritten).agrees
+    skeleton = (folder / "fixed_window.lua").read_text()
+    body = """local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], window) end
+local reset = window - (now % window)
+if count < limit then return {1, count, limit, limit - count, reset, 0} end
+return {0, count, limit, 0, reset, reset}
+"""  # an off-by-one: refuses the limit-th request
+    head = skeleton[: skeleton.index("return redis.error_reply")]
+    (folder / "fixed_window.lua").write_text(head + body)
+    mine = attempt("fixed_window", folder)
+    assert not mine.solution and mine.name == "my_fixed_window"
+    verdict = grade(mine)
+    assert not verdict.agrees
+    assert verdict.mismatch.said.allowed is False and verdict.mismatch.expected.allowed is True
+    assert verdict.mismatch.expected.count == verdict.mismatch.limit  # the limit-th request
+    for name in ("solution_fixed_window", "my_fixed_window"):
+        ALGORITHMS.pop(name, None)

@@ -108,6 +108,8 @@ class Mismatch:
     said: Decision
     expected: Decision
     agreed_before: int
+    #: The trace's requests up to this one: (t_ms, client, script admitted, reference admitted).
+    history: tuple[tuple[int, str, bool, bool], ...] = ()
 
     def __str__(self) -> str:
         def verdict(d: Decision) -> str:
@@ -170,9 +172,11 @@ def check(script: str, against: str, reference: bool = True, seed: int = 0) -> V
     traces = battery(seed)
     for trace in traces:
         mine, theirs = _script(script, trace), other(against, trace)
+        history = []
         for i, said, expected in _pairs(trace, mine, theirs):
+            t, client = trace.requests[i - 1]
+            history.append((t, client, bool(said.allowed), bool(expected.allowed)))
             if said.allowed != expected.allowed:
-                t, client = trace.requests[i - 1]
                 return Verdict(
                     decisions,
                     len(traces),
@@ -186,6 +190,7 @@ def check(script: str, against: str, reference: bool = True, seed: int = 0) -> V
                         said,
                         expected,
                         decisions,
+                        tuple(history),
                     ),
                 )
             decisions += 1
