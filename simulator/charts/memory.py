@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from simulator.algorithms import ALGORITHMS
 from simulator.charts import LABELS, PALETTE, subplots
 from simulator.studies.memory import TARGET_USERS
 
@@ -136,11 +137,7 @@ def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
 def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
     """Bytes per user and server time per decision at login-, interview- and API-sized limits."""
     limits = sorted(bigkey["limit"].unique())
-    algorithms = [
-        a
-        for a in ("sliding_log", "fixed_window", "sliding_counter")
-        if a in set(bigkey["algorithm"])
-    ]
+    algorithms = [a for a in ALGORITHMS if a in set(bigkey["algorithm"])]
     x = np.arange(len(limits))
     width = 0.8 / len(algorithms)
     fig, axes = subplots(1, 3, figsize=(15, 4.4))

@@ -86,7 +86,7 @@ class UserScript(Limiter):
             written.add(key)
             schedule(key, expireat)
 
-        db.notify_watch, db.schedule_expiry = notify_watch, schedule_expiry
+        db.notify_watch, db.schedule_expiry = notify_watch, schedule_expiry  # type: ignore[method-assign]
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         idx = now_ms // self.window_ms
