@@ -20,15 +20,16 @@ SHARED_CARD = ROOT.parent / "shared" / "card"
 FW10 = """--[[ ratelimit
 label = "Fixed window, 10 s grid"
 keys = ["rl:fw10:{client}:{window}"]
-argv = ["limit", "window_ms", "cost"]
-reply = { allowed = 1, count = 2, reset = 3, retry_after = 3 }
+argv = ["now_ms", "window_ms", "limit", "cost"]
+reply = { allowed = 1, count = 2, remaining = 3, reset = 4, retry_after = 4 }
 ]]
-local limit, cost = tonumber(ARGV[1]), tonumber(ARGV[3])
+local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local limit, cost = tonumber(ARGV[3]), tonumber(ARGV[4])
 local count = redis.call('INCRBY', KEYS[1], cost)
-if count == cost then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if count <= limit then return {1, count, ttl} end
-return {0, count, ttl}
+if count == cost then redis.call('PEXPIRE', KEYS[1], window) end
+local reset = window - now % window  -- ms until the grid window ends
+if count <= limit then return {1, count, limit - count, reset} end
+return {0, count, 0, reset}
 """
 
 FIRST_HIT = """--[[ ratelimit
@@ -105,7 +106,7 @@ def test_the_card_log_agrees_with_the_exact_reference_and_its_counter_does_not()
 def test_check_passes_a_right_script_and_names_the_first_wrong_decision(scripts, capsys):
     right = scripts("fw10.lua", FW10)
     assert main(["check", str(right), "--as", "fixed_window"]) == 0
-    assert "agrees on 3,057 decisions over 18 traces" in capsys.readouterr().out
+    assert "agrees on 3,068 decisions over 19 traces" in capsys.readouterr().out  # with costs
     first_hit = scripts("first_hit.lua", FIRST_HIT)
     assert main(["check", str(first_hit), "--as", "echomq"]) == 0
     capsys.readouterr()
@@ -142,7 +143,7 @@ def test_a_user_script_in_replay_and_the_simulation_api(scripts, tmp_path):
         (
             FW10.replace("local count", "local count = = "),
             None,
-            "Lua syntax error: line 8: unexpected symbol",
+            "Lua syntax error: line 9: unexpected symbol",
         ),
         (
             FW10.replace('keys = ["rl:fw10:{client}:{window}"]', 'keys = ["rl:fw10:{window}"]'),
@@ -150,9 +151,9 @@ def test_a_user_script_in_replay_and_the_simulation_api(scripts, tmp_path):
             "lies outside the client's hash tag",
         ),
         (
-            FW10.replace('"window_ms", "cost"', '"window_ms", "colour"'),
+            FW10.replace('"limit", "cost"]', '"limit", "colour"]'),
             None,
-            "argv[3] 'colour' is not in the vocabulary",
+            "argv[4] 'colour' is not in the vocabulary",
         ),
         ("return {1}\n", None, "no declaration"),
         ("return {1}\n", 'keys = ["k:{client}"]\nargv = []\nreply = { allowed = 2 }\n', None),
@@ -193,11 +194,12 @@ def test_a_script_that_writes_an_undeclared_key_or_raises_keeps_what_was_decided
     sneaky = scripts(
         "sneaky.lua",
         FW10.replace(
-            "local ttl", "if count == 3 then redis.call('SET', 'elsewhere', 1) end\nlocal ttl"
+            "local reset", "if count == 3 then redis.call('SET', 'elsewhere', 1) end\nlocal reset"
         ),
     )
     raises = scripts(
-        "raises.lua", FW10.replace("local ttl", "if count == 3 then error('boom') end\nlocal ttl")
+        "raises.lua",
+        FW10.replace("local reset", "if count == 3 then error('boom') end\nlocal reset"),
     )
     trace = tmp_path / "t.csv"
     trace.write_text("t_ms,client\n" + "".join(f"{t},a\n" for t in range(5)))

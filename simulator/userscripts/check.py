@@ -30,6 +30,7 @@ class Trace:
     limit: int
     window_ms: int
     requests: tuple[tuple[int, str], ...]
+    costs: tuple[int, ...] = ()  # one per request (empty: each costs 1)
 
 
 def _at(times: list[int], client: str = "c") -> tuple[tuple[int, str], ...]:
@@ -140,16 +141,31 @@ class Verdict:
         return str(self.mismatch)
 
 
-Decider = Callable[[str, int], Decision]
+Decider = Callable[[str, int, int], Decision]
+
+#: Requests that cost more than one (played only to scripts that take a ``cost``).
+COST_TRACE = Trace(
+    "costs: 1, 3, 9 and more than the limit",
+    10,
+    1000,
+    _at([0, 1, 2, 3, 500, 999, 1000, 1001, 1002, 2500, 2501]),
+    (3, 1, 9, 11, 2, 4, 9, 1, 3, 10, 1),
+)
+
+
+def takes_cost(name: str) -> bool:
+    """True for a reference, or a script whose declaration passes the cost."""
+    decl = getattr(ALGORITHMS[name], "declaration", None)
+    return decl is None or "cost" in decl.argv
 
 
 def _script(name: str, trace: Trace) -> Decider:
     now = [0]
     limiter = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), trace.limit, trace.window_ms)
 
-    def decide(client: str, t_ms: int) -> Decision:
+    def decide(client: str, t_ms: int, cost: int) -> Decision:
         now[0] = t_ms
-        return limiter.decide(client, t_ms)
+        return limiter.decide(client, t_ms, cost)
 
     return decide
 
@@ -159,8 +175,9 @@ def _reference(name: str, trace: Trace) -> Decider:
 
 
 def _pairs(trace: Trace, a: Decider, b: Decider) -> Iterator[tuple[int, Decision, Decision]]:
-    for i, (t, client) in enumerate(trace.requests, 1):
-        yield i, a(client, t), b(client, t)
+    costs = trace.costs or (1,) * len(trace.requests)
+    for i, ((t, client), cost) in enumerate(zip(trace.requests, costs, strict=True), 1):
+        yield i, a(client, t, cost), b(client, t, cost)
 
 
 def check(script: str, against: str, reference: bool = True, seed: int = 0) -> Verdict:
@@ -170,10 +187,13 @@ def check(script: str, against: str, reference: bool = True, seed: int = 0) -> V
     other = _reference if reference else _script
     decisions = 0
     traces = battery(seed)
+    if takes_cost(script) and takes_cost(against):
+        traces.append(COST_TRACE)
     for trace in traces:
         mine, theirs = _script(script, trace), other(against, trace)
-        history = []
-        for i, said, expected in _pairs(trace, mine, theirs):
+        history: list[tuple[int, str, bool, bool]] = []
+        pairs = _pairs(trace, mine, theirs)
+        for i, said, expected in _located(trace, pairs):
             t, client = trace.requests[i - 1]
             history.append((t, client, bool(said.allowed), bool(expected.allowed)))
             if said.allowed != expected.allowed:
@@ -195,3 +215,25 @@ def check(script: str, against: str, reference: bool = True, seed: int = 0) -> V
                 )
             decisions += 1
     return Verdict(decisions, len(traces), None)
+
+
+def _located(
+    trace: Trace, pairs: Iterator[tuple[int, Decision, Decision]]
+) -> Iterator[tuple[int, Decision, Decision]]:
+    """The pairs; a script's error says at which trace and request of the battery it happened."""
+    from simulator.userscripts.limiter import UserScriptError
+
+    done = 0
+    while True:
+        try:
+            item = next(pairs)
+        except StopIteration:
+            return
+        except UserScriptError as exc:
+            t, client = trace.requests[done]
+            raise UserScriptError(
+                f"{exc} (check: trace {trace.name!r}, request {done + 1} at t_ms={t}, "
+                f"client {client!r})"
+            ) from None
+        done += 1
+        yield item

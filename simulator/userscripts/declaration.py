@@ -83,7 +83,7 @@ class Declaration:
 
 def _header(source: str) -> str | None:
     """The TOML of a ``--[[ ratelimit ... ]]`` block at the top of ``source``, or None."""
-    match = re.match(r"\s*--\[(=*)\[\s*ratelimit\b(.*?)\]\1\]", source, re.S)
+    match = re.search(r"--\[(=*)\[\s*ratelimit\b(.*?)\]\1\]", source, re.S)
     return match.group(2) if match else None
 
 
@@ -181,7 +181,8 @@ def _checked(where: Path, raw: dict[str, Any]) -> Declaration:
         elements[name] = value
     if "allowed" not in elements:
         raise DeclarationError(
-            f"{where}: reply.allowed: which element says admitted (1) or not (0)"
+            f"{where}: reply.allowed is required and missing: the position of the element that "
+            "says admitted (1) or refused (0 or nil), e.g. reply = { allowed = 1 }"
         )
     label = raw.get("label", "")
     if not isinstance(label, str):

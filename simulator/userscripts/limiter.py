@@ -129,7 +129,7 @@ class UserScript(Limiter):
         self._check_writes()
         d, path = self.declaration, self.path
         if isinstance(reply, ScriptError):
-            raise UserScriptError(f"{path}: the script failed: {reply}")
+            raise UserScriptError(f"{path}: the script failed: {_server_said(reply)}")
         if not isinstance(reply, list):
             raise UserScriptError(
                 f"{path}: the reply must be a table (a Lua array), got {reply!r}; "
@@ -137,13 +137,15 @@ class UserScript(Limiter):
             )
         fields: dict[str, float] = {}
         for name, at in d.reply.items():
+            value = reply[at - 1] if at <= len(reply) else None
+            if value is None and name != "allowed":
+                continue  # not given in this reply (a Lua nil ends the array): unknown
             if at > len(reply):
                 raise UserScriptError(
-                    f"{path}: reply element {at} ({name}) is missing: the reply has "
+                    f"{path}: reply element {at} (allowed) is missing: the reply has "
                     f"{len(reply)} element(s): {reply!r}"
                 )
-            value = reply[at - 1]
-            if name == "allowed" and value is None:
+            if value is None:
                 value = 0  # Lua false arrives as nil
             try:
                 number = float(value.decode() if isinstance(value, bytes) else value)
@@ -173,14 +175,14 @@ class UserScript(Limiter):
 
     def failure(self, exc: ScriptError) -> UserScriptError:
         """What a run that this script stopped reports (exit status 2, not a server's 1)."""
-        return UserScriptError(f"{self.path}: the script failed: {exc}")
+        return UserScriptError(f"{self.path}: the script failed: {_server_said(exc)}")
 
     def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         keys, args = self.keys(client, now_ms), self.args(client, now_ms, cost)
         try:
             reply = self.backend.call(self.script, keys, args)
         except ScriptError as exc:
-            raise UserScriptError(f"{self.path}: the script failed: {exc}") from None
+            raise UserScriptError(f"{self.path}: the script failed: {_server_said(exc)}") from None
         return self.parse(reply)
 
     def _check_writes(self) -> None:
@@ -194,6 +196,15 @@ class UserScript(Limiter):
                 f"{self.path}: the script wrote key {key!r}, which it was not given in KEYS "
                 f"(declared: {', '.join(self.declaration.keys)}); a script may only touch its KEYS"
             )
+
+
+def _server_said(exc: Exception) -> str:
+    """The server's error without its internals: 'line N: ...' for the script's own line."""
+    text = str(exc)
+    text = re.sub(r"Error running script \(call to f_[0-9a-f]+\): @user_script:\?: ", "", text)
+    text = re.sub(r'\[string "[^"]*"\]:(\d+):', r"line \1:", text)
+    text = re.sub(r"\s*stack traceback:.*", "", text, flags=re.S)
+    return re.sub(r"^script user:\S+ ", "", text.strip())
 
 
 class _Fields(dict):
