@@ -238,6 +238,10 @@ class Explorer:
             self._lock.notify_all()
 
 
+#: The summary lines as they are, one a line (scrolled sideways in a narrow column, not wrapped).
+_PRE = '<pre style="white-space:pre; overflow-x:auto; font-size:12px; margin:0.4em 0">'
+
+
 def _default_client(clients: list[str]) -> str | None:
     """The client shown first: a bursting one if there is one (the seam shows), else the busiest."""
     bursting = [c for c in clients if c.startswith("bursts-")]
