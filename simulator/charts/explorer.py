@@ -40,7 +40,18 @@ def explorer_figure(
 ) -> Figure:
     """Per-second counts per algorithm, then ``client``'s trailing count and headers."""
     fig = Figure(figsize=(WIDTH_IN, 8.6))
-    gs = fig.add_gridspec(3, 3, height_ratios=[1, 1.1, 0.9])
+    # Fixed margins instead of tight_layout: the figure is redrawn on every control change.
+    gs = fig.add_gridspec(
+        3,
+        3,
+        height_ratios=[1, 1.1, 0.9],
+        left=0.07,
+        right=0.985,
+        top=0.96,
+        bottom=0.06,
+        hspace=0.42,
+        wspace=0.28,
+    )
     admitted_ax, refused_ax = fig.add_subplot(gs[0, 0:2]), fig.add_subplot(gs[0, 2])
     trailing_ax = fig.add_subplot(gs[1, :])
     remaining_ax, reset_ax, retry_ax = (fig.add_subplot(gs[2, i]) for i in range(3))
@@ -49,13 +60,15 @@ def explorer_figure(
     step = bin_seconds(span_ms / 1000)
     per = "second" if step == 1 else f"{step:,} s"
     unit = "time (s from the first request)" if origin_ms else "second of the run (s)"
-    for algorithm, frame in frames.items():
+    peak = limit
+    for i, (algorithm, frame) in enumerate(frames.items()):
         colour, label = PALETTE[algorithm], LABELS[algorithm]
+        lw = 1.2 + 0.7 * (len(frames) - 1 - i)  # the first drawn widest: equal lines stay visible
         shifted = frame.assign(t_ms=frame["t_ms"] - origin_ms)
         ps = metrics.admitted_per_second(shifted)
         ps = ps.groupby(ps["second"] // step * step)[["admitted", "refused"]].sum()
-        admitted_ax.step(ps.index, ps["admitted"], where="post", color=colour, lw=1.4, label=label)
-        refused_ax.step(ps.index, ps["refused"], where="post", color=colour, lw=1.4)
+        admitted_ax.step(ps.index, ps["admitted"], where="post", color=colour, lw=lw, label=label)
+        refused_ax.step(ps.index, ps["refused"], where="post", color=colour, lw=lw)
         if client is None:
             continue
         mine = shifted[shifted["client"] == client]
@@ -72,8 +85,9 @@ def explorer_figure(
             lw=1.6,
             label=label,
         )
+        peak = max(peak, int(curve["in_window"].max()))
         x = mine["t_ms"] / 1000
-        remaining_ax.step(x, mine["remaining"], where="post", color=colour, lw=1.2)
+        remaining_ax.step(x, mine["remaining"], where="post", color=colour, lw=lw)
         reset = mine["reset_ms"].where(mine["reset_ms"] >= 0) / 1000
         reset_ax.plot(x, reset, ".", color=colour, ms=3)
         refused = mine[~mine["allowed"]]
@@ -105,7 +119,7 @@ def explorer_figure(
     )
     trailing_ax.set_ylabel(f"admitted in trailing {w_s:g} s")
     trailing_ax.set_xlabel(unit)
-    trailing_ax.set_ylim(bottom=0)
+    trailing_ax.set_ylim(0, peak * 1.35)  # room for the legend above the lines
     trailing_ax.legend(loc="upper right", fontsize=8, frameon=False, ncol=3)
     for ax in (admitted_ax, refused_ax, trailing_ax):
         ax.set_xlim(0, max(span_ms / 1000, 1))
@@ -119,5 +133,4 @@ def explorer_figure(
         ax.set_xlabel(unit)
         ax.set_ylim(bottom=0)
         ax.set_xlim(0, max(span_ms / 1000, 1))
-    fig.tight_layout()
     return fig

@@ -43,7 +43,7 @@ class Explorer:
         self,
         settings: Settings | None = None,
         *,
-        debounce_s: float = 0.2,
+        debounce_s: float = 0.15,
         progress_from: float = 20_000,
     ) -> None:
         self.debounce_s, self.progress_from = debounce_s, progress_from
@@ -202,7 +202,7 @@ class Explorer:
             seams_ms(outcome, span - outcome.origin_ms),
         )
         out = io.BytesIO()
-        fig.savefig(out, format="png", dpi=100)
+        fig.savefig(out, format="png", dpi=100, pil_kwargs={"compress_level": 1})
         return out.getvalue(), clients[:200], client
 
     def _show(
