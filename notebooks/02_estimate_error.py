@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # How accurate is the sliding window counter?
+# # 2. How accurate is the sliding window counter?
 #
 # The sliding window counter keeps two numbers per client - this grid window's count and the
 # last one's - and estimates the trailing window as `cur + prev * (W - elapsed) / W`, as if last

@@ -27,6 +27,10 @@
 # | `sliding_log` | a sorted set with one member per admitted request in the last minute |
 # | `sliding_counter` | the counters of the current and the previous minute |
 #
+# **The card.** Interview-preparation notes often answer this with one card: *high limits per key:
+# use a counter (the sliding window counter, or a token bucket); small exact limits: use a log.*
+# This notebook puts numbers on that card.
+#
 # First the arithmetic a candidate does on a whiteboard, then what a real Valkey says. The
 # measured figures come from the table `python -m simulator memory --full` wrote into `data/`
 # (regenerating it needs a real server: the command starts one). Set `REMEASURE = True` to measure
@@ -233,7 +237,7 @@ print(
 # %% [markdown]
 # **What it means.** At 100 requests per minute for 5 million users the counters need about a
 # gigabyte even at their worst moment; the exact log needs well over ten times that, more than the
-# whiteboard says, and more again with uuid request ids. The card's advice holds with numbers:
+# whiteboard says, and more again with uuid request ids. The card's advice (see the introduction) holds with numbers:
 #
 # * **high limits** (thousands per minute per key): a counter (the sliding window counter, or a
 #   token bucket, which keeps two numbers per user just the same) — constant memory and constant

@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # A budget on a queue: EchoMQ at the dequeue point
+# # 5. A budget on a queue: EchoMQ at the dequeue point
 #
 # A chat game posts its bots' messages through queues, and K bot workers take jobs off them. The
 # budget - at most `max` jobs per window - is enforced where a worker *dequeues*:
