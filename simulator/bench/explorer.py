@@ -20,7 +20,7 @@ CHANGES = 21
 
 
 def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) -> None:
-    from simulator.explore import Explorer
+    from simulator.explore.app import Explorer
 
     explorer = Explorer()
     try:
