@@ -2,11 +2,12 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -25,6 +26,10 @@
 # | `echomq` | a counter whose TTL is the window, plus a meta hash with the budget (no TTL) |
 # | `sliding_log` | a sorted set with one member per admitted request in the last minute |
 # | `sliding_counter` | the counters of the current and the previous minute |
+#
+# **The card.** Interview-preparation notes often answer this with one card: *high limits per key:
+# use a counter (the sliding window counter, or a token bucket); small exact limits: use a log.*
+# This notebook puts numbers on that card.
 #
 # First the arithmetic a candidate does on a whiteboard, then what a real Valkey says. The
 # measured figures come from the table `python -m simulator memory --full` wrote into `data/`
@@ -232,7 +237,7 @@ print(
 # %% [markdown]
 # **What it means.** At 100 requests per minute for 5 million users the counters need about a
 # gigabyte even at their worst moment; the exact log needs well over ten times that, more than the
-# whiteboard says, and more again with uuid request ids. The card's advice holds with numbers:
+# whiteboard says, and more again with uuid request ids. The card's advice (see the introduction) holds with numbers:
 #
 # * **high limits** (thousands per minute per key): a counter (the sliding window counter, or a
 #   token bucket, which keeps two numbers per user just the same) — constant memory and constant

@@ -81,9 +81,14 @@ def labelled(ax: Axes, which: str) -> bool:
     return False
 
 
+#: A JupyterLab notebook column shows about this many pixels; a wider figure is shrunk to fit.
+COLUMN_PX = 1070
+
+
 def check_layout(fig: Figure, n_axes: int) -> None:
     assert isinstance(fig, Figure)
     assert len(fig.axes) == n_axes
+    assert fig.get_figwidth() * 100 <= COLUMN_PX, "wider than a notebook column at 100 dpi"
     drawn = [ax for ax in fig.axes if plots_data(ax)]
     assert drawn, "no axes plots anything"
     suptitle = fig.get_suptitle()
@@ -154,12 +159,20 @@ def test_boundary_burst_figure(burst_frame):
     algorithms = order()
     check_layout(fig, 2 * len(algorithms))
     assert fig.get_suptitle()
-    grid = np.array(fig.axes).reshape(2, len(algorithms))
-    for col, name in enumerate(algorithms):
-        top, bottom = grid[:, col]
-        assert LABELS[name] in top.get_title()
-        assert algorithm_colours(top) == algorithm_colours(bottom) == {name}
-        assert rgba(PALETTE[name]) == rgba(bottom.lines[0].get_color())
+    grid = np.array(fig.axes).reshape(len(algorithms), 2)
+    for row, name in enumerate(algorithms):
+        left, right = grid[row]
+        assert LABELS[name] in left.get_title()
+        assert algorithm_colours(left) == algorithm_colours(right) == {name}
+        assert rgba(PALETTE[name]) == rgba(right.lines[0].get_color())
+        # each panel's legend shows the admitted swatch in its own algorithm's colour
+        swatch = left.get_legend().legend_handles[0]
+        assert rgba(swatch.get_facecolor()) == rgba(PALETTE[name])
+        # the admitted count of each burst second is written on the bar (2 is a sliver)
+        admitted = burst_frame[burst_frame["algorithm"] == name]
+        written = {t.get_text() for t in left.texts}
+        per_second = admitted.groupby(admitted["t_ms"] // 1000)["allowed"].sum()
+        assert {str(int(v)) for v in per_second} <= written
 
 
 def test_boundary_burst_figure_shows_only_the_algorithms_in_the_frame(burst_frame):
@@ -167,7 +180,7 @@ def test_boundary_burst_figure_shows_only_the_algorithms_in_the_frame(burst_fram
     part = burst_frame[burst_frame["algorithm"].isin(two)]
     fig = burst_charts.boundary_burst_figure(part, LIMIT, WINDOW_MS, 0.9, 1.1)
     check_layout(fig, 4)
-    assert [algorithm_colours(ax) for ax in fig.axes] == [{two[0]}, {two[1]}] * 2
+    assert [algorithm_colours(ax) for ax in fig.axes] == [{two[0]}] * 2 + [{two[1]}] * 2
 
 
 # --- accuracy and adversaries -------------------------------------------------------------------

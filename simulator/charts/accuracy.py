@@ -47,7 +47,7 @@ def with_cloudflare(summary: pd.DataFrame) -> pd.DataFrame:
 def families_figure(summary: pd.DataFrame) -> Figure:
     """Cloudflare's figures and ours, family by family, one panel per figure."""
     table = with_cloudflare(summary)
-    fig, axes = subplots(1, len(_PANELS), figsize=(16, 0.5 * len(table) + 1.8), sharey=True)
+    fig, axes = subplots(1, len(_PANELS), figsize=(10, 0.5 * len(table) + 2.4), sharey=True)
     y = np.arange(len(table))[::-1]
     colours = [PALETTE["exact"]] + [PALETTE["sliding_counter"]] * (len(table) - 1)
     for ax, (column, title) in zip(axes, _PANELS, strict=True):
@@ -131,7 +131,7 @@ def load_sweep_figure(sweep: pd.DataFrame) -> Figure:
 def schedule_figure(frames: dict[str, pd.DataFrame], limit: int, window_ms: int) -> Figure:
     """The winning schedule per algorithm (as replayed on the Lua path): requests and window count."""
     algorithms = [a for a in ALGORITHMS if a in frames]
-    fig, axes = subplots(2, len(algorithms), figsize=(4.2 * len(algorithms), 6.2), squeeze=False)
+    fig, axes = subplots(2, len(algorithms), figsize=(10, 6.6), squeeze=False)
     for col, algorithm in enumerate(algorithms):
         frame = frames[algorithm]
         top, bottom = axes[0, col], axes[1, col]

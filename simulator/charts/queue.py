@@ -54,7 +54,7 @@ def basic_figure(pad: QueueRun) -> Figure:
     per = qs.admitted_per_window(exact, s.window_ms, s.duration_ms)
     jobs = pad.jobs[pad.jobs["label"].str.endswith("defer_pad_ms=0")]
     waste = qs.dequeue_summary(pad.dequeues)
-    fig, (a, b, c) = subplots(1, 3, figsize=(15, 4.4))
+    fig, (a, b, c) = subplots(1, 3, figsize=(10, 4.4))
     colour = PALETTE["echomq"]
     a.bar(per["start_s"], per["admitted"], width=0.8 * s.window_ms / 1000, color=colour)
     a.axhline(s.max_per_window, color="black", ls="--", lw=1, label=f"max ({s.max_per_window})")
@@ -92,7 +92,7 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
     s = result.scenario
     per = qs.admitted_per_window(result.dequeues, s.window_ms, s.duration_ms)
     ks = sorted(per["workers"].unique())
-    fig, axes = subplots(1, len(ks), figsize=(4 * len(ks), 4), sharey=True, squeeze=False)
+    fig, axes = subplots(1, len(ks), figsize=(10, 3.8), sharey=True, squeeze=False)
     top = per["admitted"].max() * 1.15
     for ax, k in zip(axes[0], ks, strict=True):
         for limiter, lw in (("local", 2), ("server", 3)):
@@ -131,7 +131,7 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
 
 def fairness_figure(table: pd.DataFrame) -> Figure:
     """p50 and p99 latency of quiet rooms and the flood room, in both designs (log scale)."""
-    fig, axes = subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = subplots(1, 3, figsize=(10, 4.4))
     kinds = ["quiet", "flood"]
     x = np.arange(len(kinds))
     width = 0.38
