@@ -4,8 +4,8 @@ Each test starts its own server (JupyterLab or Voila) on a free loopback port, o
 notebooks (so that nothing the browser does can touch the committed ones), drives Debian's
 Chromium through Playwright, and stops the server - and the kernels it started - by their own
 pids. The test reads the summary line, moves the limit slider, and checks that a higher limit
-admits at least as many requests, that no cell shows an error, and saves a screenshot under
-data/ (the README shows it). Waits are for states, with generous timeouts; no time is asserted.
+admits at least as many requests, that no cell shows an error, and saves a screenshot (under
+data/, which the README shows, when SAVE_SCREENSHOTS=1). Waits are for states, with generous timeouts; no time is asserted.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +39,18 @@ from simulator.backends.process import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
+
+
+def shots() -> Path:
+    """Where the screenshots go: data/ (the README shows them) when SAVE_SCREENSHOTS=1 is set,
+    else a temporary folder, so that a test run leaves the work tree as it was."""
+    if os.environ.get("SAVE_SCREENSHOTS") == "1":
+        return DATA
+    folder = Path(tempfile.gettempdir()) / f"explorer-shots-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 #: Long enough for a kernel to start and run on a busy 2-core machine.
 WAIT_MS = 180_000
 LINE = re.compile(r"^(\w+): admitted ([\d,]+) of ([\d,]+)", re.M)
@@ -222,7 +235,7 @@ def test_explorer_in_jupyterlab(workdir, browser_page, tmp_path):
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         _explore(page, ".jp-WindowedPanel-outer")
         page.locator(".explorer-summary").first.scroll_into_view_if_needed()
-        page.screenshot(path=str(DATA / "explorer_lab.png"))
+        page.screenshot(path=str(shots() / "explorer_lab.png"))
     finally:
         _stop(server)
 
@@ -240,6 +253,6 @@ def test_explorer_as_a_page(workdir, browser_page, tmp_path):
         page.goto(url + "/")
         _explore(page, None)
         assert page.get_by_text("from simulator.explore").count() == 0, "code is shown"
-        page.screenshot(path=str(DATA / "explorer.png"), full_page=True)
+        page.screenshot(path=str(shots() / "explorer.png"), full_page=True)
     finally:
         _stop(server)
