@@ -199,9 +199,13 @@ def test_families_figure(accuracy_study):
     fig = accuracy_charts.families_figure(summary)
     check_layout(fig, 4)
     for ax in fig.axes:
-        faces = [rgba(p.get_facecolor()) for p in ax.patches]
-        # Cloudflare's published row first, then ours: one bar per row of the summary
+        (dots,) = ax.collections[1:]  # the guide lines, then the dots
+        faces = [tuple(round(c, 6) for c in f) for f in dots.get_facecolors()]
+        # Cloudflare's published row first, then ours: one dot per row of the summary, no bars
         assert faces == [rgba(PALETTE["exact"])] + [rgba(PALETTE["sliding_counter"])] * len(summary)
+        assert not ax.patches
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert not any("_" in label for label in labels)  # family names in words
 
 
 def test_error_figure(accuracy_study):
@@ -218,23 +222,33 @@ def test_load_sweep_figure():
         [load_sweep((0.5, 2.0), 4, kind) for kind in ("poisson", "on_off")], ignore_index=True
     )
     fig = accuracy_charts.load_sweep_figure(sweep_table)
-    check_layout(fig, 1)
-    (ax,) = fig.axes
-    series = [line for line in ax.lines if not line.get_label().startswith("_")]
-    assert len(series) == 6  # two kinds x three figures
-    assert {rgba(line.get_color()) for line in series} == {rgba(PALETTE["sliding_counter"])}
+    check_layout(fig, 2)  # one panel per kind of traffic
+    for ax in fig.axes:
+        series = [line for line in ax.lines if not line.get_label().startswith("_")]
+        assert len(series) == 3  # three figures, each its own shade and marker
+        assert len({rgba(line.get_color()) for line in series}) == 3
+        assert len({line.get_marker() for line in series}) == 3
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert ticks == ["0.5", "2"]  # the swept loads, not powers of ten
 
 
 def test_schedule_figure(burst_frame):
     frames = {a: part for a, part in burst_frame.groupby("algorithm", sort=False)}
     fig = accuracy_charts.schedule_figure(frames, LIMIT, WINDOW_MS)
     algorithms = order()
-    check_layout(fig, 2 * len(algorithms))
-    grid = np.array(fig.axes).reshape(2, len(algorithms))
-    for col, name in enumerate(algorithms):
-        top, bottom = grid[:, col]
+    cols = min(3, len(algorithms))
+    rows = -(-len(algorithms) // cols)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 2 * len(algorithms)
+    grid = np.array(fig.axes).reshape(2 * rows, cols)
+    spans = set()
+    for k, name in enumerate(algorithms):
+        top, bottom = grid[2 * (k // cols), k % cols], grid[2 * (k // cols) + 1, k % cols]
         assert top.get_title() == LABELS[name]
         assert algorithm_colours(top) == algorithm_colours(bottom) == {name}
+        lo, hi = top.get_xlim()
+        spans.add(round(hi - lo, 6))
+    assert len(spans) == 1  # every panel spans the same time
 
 
 # --- the EchoMQ queue budget --------------------------------------------------------------------

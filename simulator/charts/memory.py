@@ -65,9 +65,13 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
     steady = per_user[(per_user["state"] == "steady") & (per_user["limit"] == 100)]
     by = steady.groupby("algorithm")["bytes_per_user_used_memory"].min()
     version = per_user["server_version"].iloc[0]
+    limits = sorted(int(v) for v in per_user["limit"].unique())
+    also = " and ".join(f"{v:,}" for v in limits if v != 100)
     fig.suptitle(
-        f"100 requests/min per user: the sliding log costs {by['sliding_log'] / by['fixed_window']:.0f}x "
-        f"a fixed-window counter per user (Valkey {version}, used_memory growth)",
+        f"At 100 requests/min per user the sliding log costs "
+        f"{by['sliding_log'] / by['fixed_window']:.0f}x a fixed-window counter per user"
+        + (f" (rows marked {also}/min: the big key)" if also else "")
+        + f"\nValkey {version}, used_memory growth",
         fontsize=11,
     )
     fig.tight_layout()

@@ -37,6 +37,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--only",
         nargs="+",
+        action="extend",  # --only a --only b runs both
         choices=list(JOB_NAMES),
         default=None,
         metavar="JOB",
