@@ -13,13 +13,13 @@
 # ---
 
 # %% [markdown]
-# # 1. The boundary burst: one client, two bursts, four limiters
+# # 1. The boundary burst: one client, two bursts, six limiters
 #
 # **The question.** A limit of **100 requests per minute** protects an API. One client sends
 # **100 requests at second 59** and **100 more at second 61**. How many of the 200 get through?
 #
 # Everyone says "100, that's the limit". Whether that is true depends on *where the window is*.
-# This notebook runs the real Lua scripts of four window limiters on a simulated clock and lets
+# This notebook runs the real Lua scripts of six limiters (four windows, two buckets) on a simulated clock and lets
 # you see what each one does at the seam between two minutes.
 #
 # The parameters below are the classic case; change them and run everything again.
@@ -48,7 +48,7 @@ WINDOW_MS = round(WINDOW_S * 1000)
 # %% [markdown]
 # ## Predict first
 #
-# Write down your guess before running anything. The four limiters are:
+# Write down your guess before running anything. The six limiters are:
 #
 # | name | how it counts |
 # |---|---|
@@ -56,11 +56,20 @@ WINDOW_MS = round(WINDOW_S * 1000)
 # | `echomq` | one counter whose window **starts at the first hit** and *is* the key's time to live |
 # | `sliding_log` | the exact answer: a sorted set of admitted times, window `(now − 60 s, now]` |
 # | `sliding_counter` | an estimate from two clock-aligned counters: `cur + prev × (60 s − elapsed) / 60 s` |
+# | `token_bucket` | a bucket of `burst` tokens (default: the limit) refilled at 100 per minute, continuously; a new client starts full |
+# | `gcra` | the same meter kept as one time per client: requests spaced 0.6 s apart, `burst` of them allowed at once |
 #
 # Edit the dictionary with your guesses; the run below compares them with what happens.
 
 # %%
-my_guess = {"fixed_window": 100, "echomq": 100, "sliding_log": 100, "sliding_counter": 100}
+my_guess = {
+    "fixed_window": 100,
+    "echomq": 100,
+    "sliding_log": 100,
+    "sliding_counter": 100,
+    "token_bucket": 100,
+    "gcra": 100,
+}
 
 # %% [markdown]
 # ## Run
@@ -184,6 +193,26 @@ Markdown(
     )
     + f": **{max(extra, 0)}** more than the limit in one trailing window. The estimate assumes "
     "the previous window's requests were spread evenly, and here they were not."
+)
+
+# %% [markdown]
+# ## Why the buckets let a few through too
+#
+# A token bucket has no window. It starts full (`burst` tokens, the limit by default), each
+# request takes a token, and tokens come back continuously at the limit per window. The first
+# burst empties it; by the second, the two seconds in between have refilled a few tokens. GCRA is
+# the same meter kept as a time instead of a level, so it decides the same here.
+
+# %%
+tb = log[(log["algorithm"] == "token_bucket") & (log["t_ms"] == round(SECOND_S * 1000))]
+refill = (SECOND_S - FIRST_S) * LIMIT / WINDOW_S
+Markdown(
+    f"At {SECOND_S:g} s the bucket holds **{tb['count'].iloc[0]:.2f}** tokens "
+    f"({SECOND_S - FIRST_S:g} s x {LIMIT} per {WINDOW_S:g} s = {refill:.2f} refilled), so "
+    f"**{int(tb['allowed'].sum())}** of the second burst get through: "
+    f"{int(summary.loc['token_bucket', 'admitted'])} in all for the token bucket, "
+    f"{int(summary.loc['gcra', 'admitted'])} for GCRA. A bucket's promise is a rate with a burst "
+    "saved up, not a count per window: any window may hold the burst plus a window's refill."
 )
 
 # %% [markdown]
