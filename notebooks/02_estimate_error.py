@@ -2,17 +2,18 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
 
 # %% [markdown]
-# # How accurate is the sliding window counter?
+# # 2. How accurate is the sliding window counter?
 #
 # The sliding window counter keeps two numbers per client - this grid window's count and the
 # last one's - and estimates the trailing window as `cur + prev * (W - elapsed) / W`, as if last

@@ -1,8 +1,9 @@
-"""SimPy client processes: the only code that yields.
+"""How the model runs its clients.
 
-Each client spec becomes one process that waits (in simulated milliseconds), asks the limiter, and
-reacts to the answer. ``ask(client)`` is provided by the model: it decides at the current
-simulated millisecond and logs the decision. Each client draws from its own random generator.
+Each client spec has a SimPy process (in :mod:`simulator.traffic`, with every other arrival shape)
+that waits in simulated milliseconds, asks the limiter, and may react to the answer. ``ask(client)``
+is provided by the model: it decides at the current simulated millisecond and logs the decision.
+Each client draws from its own random generator.
 
 Most clients never react to an answer (steady, Poisson, bursts, on/off): when they ask is known
 before the run. A scenario with a million of them would hold a million suspended processes and
@@ -23,81 +24,16 @@ other order (two client specs with the same name).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import simpy
 
-from simulator.records import Decision
 from simulator.scenario import BurstAt, ClientSpec, ConstantRate, OnOff, Poisson, Polite
+from simulator.traffic import Ask, Proc, burst_at, constant, on_off, poisson, poisson_gaps, polite
 
 __all__ = ["process_for", "register_process", "reacts", "arrivals", "feeder", "Timeline"]
-
-Ask = Callable[[str], Decision]
-Proc = Generator[simpy.Event, Any, None]
-
-
-def constant(
-    env: simpy.Environment, spec: ConstantRate, ask: Ask, rng: np.random.Generator
-) -> Proc:
-    if spec.rate_per_s == 0:
-        return
-    gap_ms = 1000.0 / spec.rate_per_s
-    yield env.timeout(spec.start_ms)
-    while True:
-        ask(spec.name)
-        yield env.timeout(gap_ms)
-
-
-def poisson(env: simpy.Environment, spec: Poisson, ask: Ask, rng: np.random.Generator) -> Proc:
-    if spec.rate_per_s == 0:
-        return
-    mean_gap_ms = 1000.0 / spec.rate_per_s
-    yield env.timeout(spec.start_ms + rng.exponential(mean_gap_ms))
-    while True:
-        ask(spec.name)
-        yield env.timeout(rng.exponential(mean_gap_ms))
-
-
-def burst_at(env: simpy.Environment, spec: Any, ask: Ask, rng: np.random.Generator) -> Proc:
-    """The burst player: ``n`` requests at once at each ``(at_ms, n)`` of ``spec.bursts()``."""
-    for at_ms, n in spec.bursts():
-        if at_ms > env.now:
-            yield env.timeout(at_ms - env.now)
-        for _ in range(n):
-            ask(spec.name)
-
-
-def on_off(env: simpy.Environment, spec: OnOff, ask: Ask, rng: np.random.Generator) -> Proc:
-    if spec.rate_per_s == 0:
-        return
-    mean_gap_ms = 1000.0 / spec.rate_per_s
-    yield env.timeout(spec.start_ms)
-    while True:
-        phase_end = env.now + spec.on_ms
-        while True:
-            gap = rng.exponential(mean_gap_ms)
-            if env.now + gap >= phase_end:
-                break
-            yield env.timeout(gap)
-            ask(spec.name)
-        yield env.timeout(phase_end - env.now + spec.off_ms)
-
-
-def polite(env: simpy.Environment, spec: Polite, ask: Ask, rng: np.random.Generator) -> Proc:
-    if spec.rate_per_s == 0:
-        return
-    gap_ms = 1000.0 / spec.rate_per_s
-    yield env.timeout(spec.start_ms)
-    while True:
-        decision = ask(spec.name)
-        while not decision.allowed:
-            # Honour Retry-After; a server that says 0 (or "never", -1) gets one more millisecond.
-            yield env.timeout(max(1, decision.retry_after_ms))
-            decision = ask(spec.name)
-        yield env.timeout(gap_ms)
-
 
 _PROCESSES: dict[type[ClientSpec], Callable[..., Proc]] = {
     Polite: polite,
@@ -155,12 +91,15 @@ class Timeline:
         return delay
 
 
-def arrivals(spec: ClientSpec, rng: np.random.Generator, until_ms: float) -> list[float]:
+def arrivals(spec: ClientSpec, rng: np.random.Generator, until_ms: float) -> np.ndarray:
     """When a client that never reacts asks, before ``until_ms``, played by its own process.
 
     SimPy's ``run(until=T)`` stops before the events at ``T``, so a request at exactly ``T`` is
-    not made; the same holds here.
+    not made; the same holds here. A Poisson client's instants come from the vectorised form of
+    its process (:func:`simulator.traffic.poisson_gaps`: the same draws, the same sums).
     """
+    if type(spec) is Poisson and _PROCESSES[Poisson] is poisson and spec.rate_per_s > 0:
+        return poisson_gaps(rng, 1000.0 / spec.rate_per_s, until_ms, spec.start_ms)
     timeline, times = Timeline(), list[float]()
     env: Any = timeline  # the process asks the timeline for no more than now and timeout()
     ask: Any = lambda name: times.append(timeline.now)  # noqa: E731 - its answer is never read
@@ -169,7 +108,7 @@ def arrivals(spec: ClientSpec, rng: np.random.Generator, until_ms: float) -> lis
         timeline.now = timeline.now + delay  # the sum SimPy makes: the same instant, bit for bit
         if timeline.now >= until_ms:
             break
-    return times
+    return np.array(times, dtype="float64")
 
 
 def _delay_to(now: float, t: float) -> float:
@@ -183,10 +122,22 @@ def _delay_to(now: float, t: float) -> float:
 
 
 def feeder(
-    env: simpy.Environment, t_ms: np.ndarray, who: np.ndarray, names: list[str], ask: Ask
+    env: simpy.Environment,
+    t_ms: np.ndarray,
+    who: np.ndarray,
+    names: list[str],
+    ask: Ask,
+    cost: np.ndarray | None = None,
 ) -> Proc:
-    """Asks for ``names[who[i]]`` at ``t_ms[i]`` (sorted), each at exactly its instant."""
-    for t, i in zip(t_ms.tolist(), who.tolist(), strict=True):
+    """Asks for ``names[who[i]]`` at ``t_ms[i]`` (sorted), each at exactly its instant, at cost
+    ``cost[i]`` (1 each when None)."""
+    if cost is None:
+        for t, i in zip(t_ms.tolist(), who.tolist(), strict=True):
+            if t > env.now:
+                yield env.timeout(_delay_to(env.now, t))
+            ask(names[i])
+        return
+    for t, i, k in zip(t_ms.tolist(), who.tolist(), cost.tolist(), strict=True):
         if t > env.now:
             yield env.timeout(_delay_to(env.now, t))
-        ask(names[i])
+        ask(names[i], k)

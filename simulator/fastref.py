@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS, BULK
+from simulator.algorithms.base import own_params
 from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 
 __all__ = ["Bulk", "decide_bulk", "decide_any", "decide_trace"]
@@ -64,16 +65,22 @@ def decide_bulk(
     limit: int,
     window_ms: int,
     order: np.ndarray | None = None,
+    cost: np.ndarray | None = None,
+    params: Mapping[str, float] | None = None,
 ) -> Bulk:
     """Decide every request ``(codes[i], t_ms[i])`` (integer client codes, integer ms).
 
     Requests of one client are decided in time order, ties in row order, as a replay would.
-    Pass ``order`` (from an earlier :class:`Bulk`) to skip the sort.
+    Pass ``order`` (from an earlier :class:`Bulk`) to skip the sort. ``cost``: each request's
+    cost (default 1 each); ``params``: the algorithm's own parameters (defaults for the rest).
     """
     if algorithm not in BULK:
         raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(BULK)}")
     limit = check_int("decide_bulk", "limit", limit, 1, MAX_LIMIT)
     window_ms = check_int("decide_bulk", "window_ms", window_ms, 1, MAX_WINDOW_MS)
+    resolved = own_params(
+        "decide_bulk", ALGORITHMS[algorithm].params_declared, params or {}, limit, window_ms
+    )
     codes = np.asarray(codes, dtype="int64")
     t_ms = np.asarray(t_ms, dtype="int64")
     n = len(t_ms)
@@ -82,7 +89,14 @@ def decide_bulk(
         return Bulk(np.empty(0, dtype=bool), np.empty(0, dtype="float64"), empty)
     if order is None:
         order = _sort(codes, t_ms)
-    allowed_s, count_s = BULK[algorithm](codes[order], t_ms[order], int(limit), int(window_ms))
+    if cost is not None:
+        cost = np.asarray(cost, dtype="int64")
+        if len(cost) != n or (n and int(cost.min()) < 1):
+            raise ConfigError("decide_bulk.cost: one integer >= 1 per request")
+        cost = None if bool((cost == 1).all()) else cost[order]
+    allowed_s, count_s = BULK[algorithm](
+        codes[order], t_ms[order], int(limit), int(window_ms), cost, resolved
+    )
     allowed, count = np.empty(n, dtype=bool), np.empty(n, dtype="float64")
     allowed[order], count[order] = allowed_s, count_s
     return Bulk(allowed, count, order)
@@ -99,24 +113,28 @@ def decide_any(
 ) -> Bulk:
     """:func:`decide_bulk` for any registered algorithm, with its own parameters.
 
-    The vectorised kernel decides where there is one and the algorithm takes no parameters of
-    its own (kernels take none); otherwise its pure-Python reference, request by request in the
-    same order (about 50x the Lua path, a few times slower than a kernel).
+    The vectorised kernel decides where there is one; otherwise the algorithm's pure-Python
+    reference, request by request in the same order; an algorithm with neither (a user's
+    script) is replayed through its script on a fake server on the virtual clock (the Lua path:
+    a few thousand decisions a second).
     """
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(ALGORITHMS)}")
-    cls = ALGORITHMS[algorithm]
-    if algorithm in BULK and not cls.params_declared:
-        return decide_bulk(algorithm, codes, t_ms, limit, window_ms, order)
-    reference = getattr(cls, "reference", None)
-    if reference is None:
-        raise ConfigError(f"algorithm: {algorithm} has neither a bulk kernel nor a reference")
-    ref = reference(limit, window_ms, **params) if params else reference(limit, window_ms)
+    if algorithm in BULK:
+        return decide_bulk(algorithm, codes, t_ms, limit, window_ms, order, params=params)
     codes = np.asarray(codes, dtype="int64")
     t_ms = np.asarray(t_ms, dtype="int64")
     n = len(t_ms)
     if order is None:
         order = _sort(codes, t_ms) if n else np.empty(0, dtype="int64")
+    reference = getattr(ALGORITHMS[algorithm], "reference", None)
+    if reference is None:
+        from simulator.playback import replay
+
+        trace = pd.DataFrame({"t_ms": t_ms, "client": codes.astype(str)})
+        log = replay(trace, algorithm, limit, window_ms, params=params)
+        return Bulk(log["allowed"].to_numpy(dtype=bool), log["count"].to_numpy("float64"), order)
+    ref = reference(limit, window_ms, **params) if params else reference(limit, window_ms)
     allowed, count = np.empty(n, dtype=bool), np.empty(n, dtype="float64")
     decide = ref.decide
     for i, c, t in zip(order.tolist(), codes[order].tolist(), t_ms[order].tolist(), strict=True):

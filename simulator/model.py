@@ -16,7 +16,6 @@ import hashlib
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -36,16 +35,27 @@ from simulator.realtime import (
 )
 from simulator.records import Decision, DecisionLog
 from simulator.scenario import BurstAt, Scenario
+from simulator.traffic import draw_costs
 
-__all__ = ["simulate", "boundary_burst", "run_id_for", "Row"]
+__all__ = ["simulate", "boundary_burst", "run_id_for", "scenario_run_id", "Row"]
 
 #: One decided request for ``on_rows``: (position in the trace, client, t_ms, decision).
-Row = tuple[int, str, int, Decision]
+#: One decision as it is handed on: (position, client, t_ms, decision, cost).
+Row = tuple[int, str, int, Decision, int]
 
 
 def run_id_for(*parts: object) -> str:
     """A short, deterministic id for a run (same inputs, same id)."""
     return hashlib.sha1(repr(parts).encode("utf-8")).hexdigest()[:12]
+
+
+def scenario_run_id(scenario: Scenario) -> str:
+    """The run id of ``scenario``: its algorithm's own parameters are part of it only where it
+    has any, and the clients' costs only where some are not 1 (so older ids stay as they were)."""
+    params = dict(scenario.params)
+    costs = tuple(c.cost for c in scenario.clients)
+    extra = ((params,) if params else ()) + ((costs,) if any(c != 1 for c in costs) else ())
+    return run_id_for(scenario, *extra)
 
 
 def _stopped(
@@ -115,29 +125,28 @@ def _simulate(
     limiter = ALGORITHMS[scenario.algorithm](
         backend, scenario.limit, scenario.window_ms, **scenario.params
     )
-    params = dict(scenario.params)  # part of the id only for algorithms that have any
     if run_id is None:
-        run_id = run_id_for(scenario, params) if params else run_id_for(scenario)
+        run_id = scenario_run_id(scenario)
     log = DecisionLog(run_id, scenario.seed, scenario.algorithm)
     decide, append = limiter.decide, log.append
     late: list[float] = []
     realtime = needs_real_time(backend, scenario.algorithm)
     watch = ExpiryWatch(scenario.window_ms) if not backend.virtual_time and not realtime else None
 
-    def ask(client: str) -> Decision:
+    def ask(client: str, cost: int = 1) -> Decision:
         now_ms = math.floor(env.now)
         if watch is not None:
             watch.start(now_ms)
         if realtime:
             late.append(late_ms(env))
-        decision = decide(client, now_ms)
+        decision = decide(client, now_ms, cost)
         if watch is not None:
             watch.end(now_ms)
         if on_rows is not None:
-            on_rows([(len(log), client, now_ms, decision)])
+            on_rows([(len(log), client, now_ms, decision, cost)])
         if instants is not None:
             instants.append(env.now)
-        append(client, now_ms, decision)
+        append(client, now_ms, decision, cost)
         return decision
 
     _start_clients(env, scenario, ask, indices)
@@ -160,33 +169,49 @@ def _client_rng(seed: int, i: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i,)))
 
 
+def _cost_rng(seed: int, i: int) -> np.random.Generator:
+    """The generator client ``i``'s costs are drawn from, apart from its arrivals."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i, 1)))
+
+
 def _start_clients(
     env: simpy.Environment,
     scenario: Scenario,
-    ask: Callable[[str], Decision],
+    ask: Callable[..., Decision],
     indices: Sequence[int] | None = None,
 ) -> None:
-    """A process for each client that reacts; one feeder for all the others' requests."""
-    times: list[list[float]] = []
+    """A process for each client that reacts; one feeder for all the others' requests.
+
+    A played-ahead client with a cost mix draws its costs from a generator of their own (so its
+    arrivals are those it has without costs); a reacting one draws them as it goes."""
+    times: list[np.ndarray] = []
+    costs: list[np.ndarray] = []
     owners: list[int] = []
     names: list[str] = []
     for i, spec in enumerate(scenario.clients):
-        rng = _client_rng(scenario.seed, i if indices is None else indices[i])
+        at = i if indices is None else indices[i]  # its position in the whole run
+        rng = _client_rng(scenario.seed, at)
         if reacts(spec):
             env.process(process_for(env, spec, ask, rng))
             continue
         when = arrivals(spec, rng, scenario.duration_ms)
-        if when:
+        if len(when):
             times.append(when)
+            fixed = isinstance(spec.cost, int)
+            costs.append(
+                draw_costs(spec.cost, None if fixed else _cost_rng(scenario.seed, at), len(when))
+            )
             owners.append(len(names))
             names.append(spec.name)
     if not times:
         return
-    t_ms = np.fromiter(chain.from_iterable(times), dtype="float64")
+    t_ms = np.concatenate(times)
     who = np.repeat(np.array(owners, dtype="int64"), [len(w) for w in times])
-    del times
+    cost = np.concatenate(costs)
+    del times, costs
     order = np.argsort(t_ms, kind="stable")  # ties in client order, as the processes had them
-    env.process(feeder(env, t_ms[order], who[order], names, ask))
+    fed_cost = None if bool((cost == 1).all()) else cost[order]
+    env.process(feeder(env, t_ms[order], who[order], names, ask, fed_cost))
 
 
 def boundary_burst(

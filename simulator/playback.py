@@ -17,7 +17,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from itertools import chain
+from itertools import chain, islice, repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,6 +29,7 @@ from simulator.backends import NO_REPLY, Backend, BackendError, FakeRedisBackend
 from simulator.model import Row, _stopped, run_id_for
 from simulator.realtime import ExpiryWatch, ServerClockWarning, environment_for, needs_real_time
 from simulator.records import to_frame
+from simulator.scenario import ConfigError
 from simulator.traces import Requests, exact_t_ms
 
 __all__ = ["replay", "replay_requests", "Replayed", "PIPELINE_CALLS"]
@@ -105,7 +106,10 @@ def _replay_process(
             piece = unsent.popleft()
             if watch is not None:
                 watch.start(piece.t_ms[0])
-            yield list(map(call, piece.clients, piece.t_ms))
+            if piece.costs is None:
+                yield list(map(call, piece.clients, piece.t_ms))
+            else:
+                yield list(map(call, piece.clients, piece.t_ms, piece.costs))
 
     def top_up() -> None:
         # The pieces are read here, outside the stream, so that a trace that fails to read is
@@ -125,7 +129,8 @@ def _replay_process(
             top_up()
             if not waiting:
                 break
-            positions, t_ms, clients = waiting[0]
+            positions, t_ms, clients, listed = waiting[0]
+            costs: Iterable[int] = repeat(1) if listed is None else listed
             progress.next_t_ms = t_ms[0]
             if t_ms[0] > env.now:
                 yield env.timeout(t_ms[0] - env.now)
@@ -136,8 +141,9 @@ def _replay_process(
                     raise
                 # Some calls of this batch were answered before the failure (the other nodes
                 # of a cluster): their decisions are made and are kept, even out of turn.
+                weights = list(islice(costs, len(exc.replies)))
                 answered = [
-                    (positions[i], clients[i], t_ms[i], parse(r))
+                    (positions[i], clients[i], t_ms[i], parse(r), weights[i])
                     for i, r in enumerate(exc.replies)
                     if r is not NO_REPLY and not isinstance(r, ScriptError)
                 ]
@@ -155,11 +161,23 @@ def _replay_process(
             n = len(replies)
             decisions = list(map(parse, replies))
             if on_rows is not None and (decisions or failed is None):
-                on_rows(list(zip(positions[:n], clients[:n], t_ms[:n], decisions, strict=True)))
+                on_rows(
+                    list(
+                        zip(
+                            positions[:n],
+                            clients[:n],
+                            t_ms[:n],
+                            decisions,
+                            islice(costs, n),
+                            strict=True,
+                        )
+                    )
+                )
             progress.decided += n
             if failed is not None:
                 progress.next_t_ms = t_ms[n]
-                raise failed
+                failure = getattr(limiter, "failure", None)  # a user's script names its file
+                raise failed if failure is None else failure(failed)
             if watch is not None:
                 watch.end(t_ms[-1])
             if on_progress is not None:
@@ -173,14 +191,15 @@ def _replay_process(
 def _pieces(chunks: Iterable[Requests], size: int, same_ms: bool) -> Iterator[Requests]:
     """The requests of ``chunks`` as the batches that will be sent; refuses any out of order."""
     last = -1
-    for positions, t_ms, clients in chunks:
+    for chunk in chunks:
+        t_ms = chunk.t_ms
         if not t_ms:
             continue
         if t_ms[0] < last or t_ms != sorted(t_ms):  # timsort: one pass over sorted input
             raise ValueError("requests: must come in time order (ties in trace order)")
         last = t_ms[-1]
         for lo, hi in _batches(t_ms, size, same_ms):
-            yield Requests(positions[lo:hi], t_ms[lo:hi], clients[lo:hi])
+            yield chunk.part(lo, hi)
 
 
 def _replay_requests(
@@ -280,7 +299,8 @@ def replay(
     on_rows: Callable[[list[Row]], None] | None = None,
     params: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
-    """Replay a trace (columns ``t_ms``, ``client``) in time order, ties in trace order.
+    """Replay a trace (columns ``t_ms``, ``client``, optionally ``cost``) in time order, ties
+    in trace order.
 
     Returns the decision log in the trace's own row order, with its index. On a real server the
     requests go in pipelines of ``pipeline`` calls (default :data:`PIPELINE_CALLS`; 1 = one round
@@ -294,7 +314,15 @@ def replay(
     # Not .astype(str): pandas' default strings cannot hold the lone surrogates that stand for
     # bytes of an id that are not UTF-8.
     clients = [c if type(c) is str else str(c) for c in trace["client"].tolist()]
-    in_time = Requests(order.tolist(), exact[order].tolist(), [clients[i] for i in order.tolist()])
+    costs = None
+    if "cost" in trace.columns:
+        cost = trace["cost"].to_numpy()
+        if cost.dtype.kind not in "iu" or (len(cost) and int(cost.min()) < 1):
+            raise ConfigError("trace.cost: must be whole numbers >= 1")
+        costs = None if bool((cost == 1).all()) else cost[order].tolist()
+    in_time = Requests(
+        order.tolist(), exact[order].tolist(), [clients[i] for i in order.tolist()], costs
+    )
     kept: list[Row] = []
 
     def keep(rows: list[Row]) -> None:
@@ -321,7 +349,8 @@ def replay(
             params,
         )
         run_id = run_id_for("replay", algorithm, limit, window_ms, len(trace))
-        frame = to_frame(((c, t, d) for _, c, t, d in kept), run_id, 0, algorithm)
+        weights = None if costs is None else [k for *_, k in kept]
+        frame = to_frame(((c, t, d) for _, c, t, d, _ in kept), run_id, 0, algorithm, weights)
         positions = np.fromiter((p for p, *_ in kept), dtype="int64", count=len(kept))
     finally:
         if collecting:

@@ -25,6 +25,7 @@ __all__ = [
     "check_int",
     "check_number",
     "check_client_id",
+    "check_cost",
     "MAX_T_MS",
     "MAX_WINDOW_MS",
     "MAX_LIMIT",
@@ -116,14 +117,41 @@ def _positive(obj: object, name: str, hi: float | None = None) -> None:
     _set(obj, name, value)
 
 
+def check_cost(owner: str, name: str, value: object) -> int | tuple[tuple[int, float], ...]:
+    """A request's cost: an integer >= 1, or a mix ``((cost, weight), ...)`` to draw from (each
+    request independently, weights > 0 in any scale); ConfigError naming the field otherwise."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return check_int(owner, name, value, 1, MAX_LIMIT)
+    if isinstance(value, Mapping):
+        value = tuple(value.items())
+    if not isinstance(value, (tuple, list)) or not value:
+        raise ConfigError(
+            f"{owner}.{name}: an integer >= 1 or ((cost, weight), ...) pairs, got {value!r}"
+        )
+    mix = []
+    for i, pair in enumerate(value):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ConfigError(f"{owner}.{name}[{i}]: must be a (cost, weight) pair, got {pair!r}")
+        cost = check_int(owner, f"{name}[{i}] cost", pair[0], 1, MAX_LIMIT)
+        weight = check_number(owner, f"{name}[{i}] weight", pair[1], positive=True)
+        mix.append((cost, weight))
+    return tuple(mix)
+
+
 @dataclass(frozen=True)
 class ClientSpec:
-    """One simulated client; ``name`` is its client id (any string)."""
+    """One simulated client; ``name`` is its client id (any string).
+
+    ``cost`` (keyword only): what each of its requests counts, an integer (default 1), or a mix
+    ``((1, 0.9), (10, 0.1))`` each request draws from (weights in any scale).
+    """
 
     name: str
+    cost: int | tuple[tuple[int, float], ...] = field(default=1, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         check_client_id(type(self).__name__, "name", self.name)
+        _set(self, "cost", check_cost(type(self).__name__, "cost", self.cost))
 
 
 @dataclass(frozen=True)

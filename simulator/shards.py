@@ -27,8 +27,9 @@ from simulator.scenario import ConfigError, Scenario, check_int
 
 __all__ = ["deal", "simulate_sharded", "not_per_client"]
 
-#: One shard as a task gets it: the scenario's fields, its clients, their positions, the run id.
-Shard = tuple[str, int, int, float, tuple[Any, ...], int, dict[str, float], list[int], str]
+#: One shard as a task gets it: the scenario's fields, its clients, their positions, the run id,
+#: and the user's script the algorithm is, if it is one (see :mod:`simulator.userscripts.shipping`).
+Shard = tuple[str, int, int, float, tuple[Any, ...], int, dict[str, float], list[int], str, Any]
 
 
 def not_per_client(algorithm: str) -> str | None:
@@ -56,8 +57,10 @@ def _run_shard(shard: Shard) -> tuple[pd.DataFrame, np.ndarray]:
     """One shard on a fake server of its own (this runs on a worker): its decision log and each
     decision's exact simulated instant."""
     from simulator.model import _simulate
+    from simulator.userscripts.shipping import install
 
-    algorithm, limit, window_ms, duration_ms, clients, seed, params, indices, run_id = shard
+    algorithm, limit, window_ms, duration_ms, clients, seed, params, indices, run_id, script = shard
+    install(script)
     scenario = Scenario(algorithm, limit, window_ms, duration_ms, clients, seed, params)
     instants: list[float] = []
     frame = _simulate(scenario, run_id=run_id, indices=indices, instants=instants)
@@ -67,7 +70,8 @@ def _run_shard(shard: Shard) -> tuple[pd.DataFrame, np.ndarray]:
 def simulate_sharded(scenario: Scenario, shards: int, scheduler: Any = None) -> pd.DataFrame:
     """:func:`simulator.model.simulate` split into ``shards`` by client, on Dask (see
     :func:`simulator.workers.dask_client` for ``scheduler``; None starts a LocalCluster)."""
-    from simulator.model import _simulate, run_id_for
+    from simulator.model import _simulate, scenario_run_id
+    from simulator.userscripts.shipping import shipped
     from simulator.workers import check_scheduler, dask_client, run_tasks
 
     shards = check_int("simulate", "shards", shards, 1, 1_000_000)
@@ -76,7 +80,8 @@ def simulate_sharded(scenario: Scenario, shards: int, scheduler: Any = None) -> 
     if why is not None:
         raise ConfigError(f"simulate.shards: {why}")
     params = dict(scenario.params)
-    run_id = run_id_for(scenario, params) if params else run_id_for(scenario)
+    run_id = scenario_run_id(scenario)
+    script = shipped(scenario.algorithm)
     parts = deal(scenario, shards)
     if not parts:
         return _simulate(scenario)
@@ -91,6 +96,7 @@ def simulate_sharded(scenario: Scenario, shards: int, scheduler: Any = None) -> 
             params,
             part,
             run_id,
+            script,
         )
         for part in parts
     ]

@@ -8,7 +8,8 @@ naming file and line.
 
 A log may hold fifty million lines, so the readers hand the requests out in chunks of at most
 :data:`CHUNK_REQUESTS` (:func:`iter_trace`); :func:`read_trace` gathers them into a frame for
-those who want one in memory.
+those who want one in memory, and :mod:`simulator.trace_scan` reads a file once and then again
+in time order, however long it is.
 
 Times are read exactly: an integer as the integer it spells, a decimal (``12.5``, ``1.5e3``)
 floored to its millisecond without passing through a float. A script computes with times as
@@ -21,10 +22,8 @@ back out as the very bytes read; a byte-order mark at the start is dropped.
 from __future__ import annotations
 
 import csv
-import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from pathlib import Path
@@ -33,10 +32,8 @@ from typing import IO, NamedTuple
 import numpy as np
 import pandas as pd
 
-from simulator import spool as _spool
 from simulator.records import CLIENT_DTYPE
-from simulator.scenario import MAX_T_MS, ConfigError
-from simulator.spool import Block, Spool
+from simulator.scenario import MAX_LIMIT, MAX_T_MS, ConfigError
 
 __all__ = [
     "TraceError",
@@ -50,8 +47,6 @@ __all__ = [
     "read_trace",
     "read_csv_trace",
     "read_clf_trace",
-    "TraceScan",
-    "scan_trace",
 ]
 
 #: Requests per chunk handed out by the readers.
@@ -64,11 +59,18 @@ class TraceError(ValueError):
 
 
 class Requests(NamedTuple):
-    """Some requests of a trace: their positions in it (from 0, in file order), times, clients."""
+    """Some requests of a trace: their positions in it (from 0, in file order), times, clients,
+    and their costs (None: every request costs 1, as in a trace without a ``cost`` column)."""
 
     positions: Sequence[int]
     t_ms: list[int]
     clients: list[str]
+    costs: list[int] | None = None
+
+    def part(self, lo: int, hi: int | None = None) -> Requests:
+        """Requests ``lo`` to ``hi`` of these."""
+        costs = None if self.costs is None else self.costs[lo:hi]
+        return Requests(self.positions[lo:hi], self.t_ms[lo:hi], self.clients[lo:hi], costs)
 
 
 def parse_t_ms(text: str) -> int:
@@ -114,8 +116,21 @@ def exact_t_ms(values: Iterable[object] | np.ndarray, what: str = "trace.t_ms") 
     return exact.astype("int64")
 
 
+def _cost(path: Path, line: int, text: str) -> int:
+    try:
+        cost = int(text)
+    except ValueError:
+        cost = 0
+    if not 1 <= cost <= MAX_LIMIT:
+        raise TraceError(
+            f"{path}:{line}: cost {text!r} must be a whole number from 1 to {MAX_LIMIT:,}"
+        )
+    return cost
+
+
 def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Requests]:
-    """CSV with a header holding ``t_ms`` and ``client`` (in any column order), in chunks."""
+    """CSV with a header holding ``t_ms`` and ``client`` (in any column order), in chunks; an
+    optional ``cost`` column gives each request's cost (a whole number >= 1)."""
     path, chunk = Path(path), chunk or CHUNK_REQUESTS
     with _open(path) as fh:
         reader = csv.reader(fh)
@@ -126,14 +141,16 @@ def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Reque
         missing = [c for c in ("t_ms", "client") if c not in names]
         if missing:
             raise TraceError(f"{path}:1: header lacks {', '.join(missing)} (found {header})")
-        for name in ("t_ms", "client"):
+        for name in ("t_ms", "client", "cost"):
             if names.count(name) > 1:
                 raise TraceError(
                     f"{path}:1: the header holds column {name!r} {names.count(name)} times "
                     f"(found {header}); which one is meant?"
                 )
         it, ic, width = names.index("t_ms"), names.index("client"), len(names)
+        ik = names.index("cost") if "cost" in names else None
         start, t_ms, clients = 0, list[int](), list[str]()
+        costs: list[int] | None = None if ik is None else []
         for row in reader:
             if len(row) != width:
                 if not row:
@@ -153,11 +170,15 @@ def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Reque
                     raise TraceError(f"{path}:{reader.line_num}: t_ms {text!r} {exc}") from None
             t_ms.append(t)
             clients.append(row[ic])
+            if costs is not None:
+                text = row[ik]  # type: ignore[index]
+                costs.append(1 if text == "1" else _cost(path, reader.line_num, text))
             if len(t_ms) == chunk:
-                yield Requests(range(start, start + chunk), t_ms, clients)
+                yield Requests(range(start, start + chunk), t_ms, clients, costs)
                 start, t_ms, clients = start + chunk, [], []
+                costs = None if costs is None else []
         if t_ms:
-            yield Requests(range(start, start + len(t_ms)), t_ms, clients)
+            yield Requests(range(start, start + len(t_ms)), t_ms, clients, costs)
 
 
 # host ident authuser [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" status bytes ...
@@ -217,14 +238,21 @@ def iter_trace(path: str | Path, fmt: str = "csv", chunk: int | None = None) -> 
 
 
 def _frame(chunks: Iterable[Requests]) -> pd.DataFrame:
+    """The requests as a frame: ``t_ms``, ``client`` and, if the trace has costs, ``cost``."""
     t_ms: list[int] = []
     clients: list[str] = []
+    costs: list[int] = []
     for part in chunks:
         t_ms += part.t_ms
         clients += part.clients
-    return pd.DataFrame(
+        if part.costs is not None:
+            costs += part.costs
+    frame = pd.DataFrame(
         {"t_ms": np.array(t_ms, dtype="int64"), "client": pd.array(clients, dtype=CLIENT_DTYPE)}
     )
+    if costs:
+        frame["cost"] = np.array(costs, dtype="int64")
+    return frame
 
 
 def read_csv_trace(path: str | Path) -> pd.DataFrame:
@@ -239,115 +267,6 @@ def read_clf_trace(path: str | Path) -> pd.DataFrame:
 
 def read_trace(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
     return _frame(iter_trace(path, fmt))
-
-
-def _stamp(path: Path) -> tuple[int, ...]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ()
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-@dataclass
-class TraceScan:
-    """What one pass over a trace file found, and the file again, in either order, on demand.
-
-    The requests at the start that are in time order (``prefix`` of them; all, for most CSV
-    traces) are read again from the file when wanted; the rest, if any, went into sorted runs on
-    disk (a :class:`~simulator.spool.Spool`) during the pass. Time order is then a merge of the
-    two, and memory stays at a few blocks however long the trace.
-    """
-
-    path: Path
-    fmt: str
-    requests: int = 0
-    t_min_ms: int = 0
-    t_max_ms: int = 0
-    prefix: int = 0
-    spool: Spool | None = None
-    stamp: tuple[int, ...] = ()
-
-    @property
-    def in_order(self) -> bool:
-        return self.prefix == self.requests
-
-    def in_file_order(self, chunk: int | None = None) -> Iterator[Requests]:
-        if _stamp(self.path) != self.stamp:
-            raise TraceError(
-                f"{self.path}: changed since it was first read (still being written?); "
-                "replay a copy"
-            )
-        return iter_trace(self.path, self.fmt, chunk)
-
-    def in_time_order(self, chunk: int | None = None) -> Iterator[Requests]:
-        """The requests in time order, ties in file order, in bounded chunks.
-
-        In file order already: chunks of ``chunk`` (:data:`CHUNK_REQUESTS`); else the blocks of
-        the merge (at most ``FAN_IN`` x ``BLOCK_ROWS`` requests each).
-        """
-        if self.spool is None:
-            yield from self.in_file_order(chunk)
-            return
-        prefix = _first(self.in_file_order(_spool.BLOCK_ROWS), self.prefix)
-        blocks = (
-            Block(np.array(p.t_ms, "int64"), np.array(p.positions), p.clients) for p in prefix
-        )
-        for block in self.spool.merged(blocks):
-            yield Requests(block.minor.tolist(), block.major.tolist(), block.items)
-
-    def close(self) -> None:
-        if self.spool is not None:
-            self.spool.close()
-
-
-def _first(chunks: Iterable[Requests], n: int) -> Iterator[Requests]:
-    """The first ``n`` requests of ``chunks``."""
-    for part in chunks:
-        if n <= 0:
-            return
-        if len(part.t_ms) > n:
-            part = Requests(part.positions[:n], part.t_ms[:n], part.clients[:n])
-        n -= len(part.t_ms)
-        yield part
-
-
-def scan_trace(
-    path: str | Path,
-    fmt: str = "csv",
-    workdir: str | Path | None = None,
-    on_progress: Callable[[int], None] | None = None,
-    *,
-    run_rows: int | None = None,
-) -> TraceScan:
-    """Read a trace once: check every line, count, find its time span and whether it is in
-    order; requests from the first one out of order on go into sorted runs under ``workdir``
-    (a temporary folder of the caller's; required only if the trace is out of order)."""
-    path = Path(path)
-    scan = TraceScan(path, fmt, stamp=_stamp(path))
-    last = -1
-    for part in iter_trace(path, fmt):
-        t = np.array(part.t_ms, dtype="int64")
-        lo, hi = int(t.min()), int(t.max())
-        scan.t_min_ms = lo if not scan.requests else min(lo, scan.t_min_ms)
-        scan.t_max_ms = max(hi, scan.t_max_ms)
-        scan.requests += len(t)
-        if scan.spool is None:
-            if t[0] >= last and (down := np.flatnonzero(t[1:] < t[:-1])).size == 0:
-                scan.prefix += len(t)
-                last = int(t[-1])
-            else:
-                first = 0 if t[0] < last else int(down[0]) + 1
-                scan.prefix += first
-                if workdir is None:
-                    raise ValueError("workdir: needed to sort a trace that is out of order")
-                scan.spool = Spool(workdir, run_rows)
-                scan.spool.add(part.t_ms[first:], part.positions[first:], part.clients[first:])
-        else:
-            scan.spool.add(part.t_ms, part.positions, part.clients)
-        if on_progress is not None:
-            on_progress(len(t))
-    return scan
 
 
 def _open(path: Path) -> IO[str]:

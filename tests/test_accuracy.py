@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_property import COSTS, draw_params
 
 from simulator.algorithms import REFERENCES
 from simulator.fastref import decide_bulk, decide_trace
@@ -45,6 +46,28 @@ def test_bulk_equals_oracle(name, limit, window_ms, start_ms, trace):
     ref = REFERENCES[name](limit, window_ms)
     for i, (c, t) in enumerate(zip(codes.tolist(), t_ms.tolist(), strict=True)):
         d = ref.decide(str(c), t)
+        assert (bulk.allowed[i], bulk.count[i]) == (d.allowed, d.count), f"{name} row {i}"
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    data=st.data(),
+    name=st.sampled_from(ALGORITHMS),
+    limit=st.integers(1, 6),
+    window_ms=st.integers(1, 3000),
+    start_ms=st.integers(0, 10**12),
+    trace=traces,
+)
+def test_bulk_equals_oracle_with_costs_and_own_parameters(
+    data, name, limit, window_ms, start_ms, trace
+):
+    codes, t_ms = _arrays(trace, start_ms)
+    cost = np.array(data.draw(st.lists(COSTS, min_size=len(t_ms), max_size=len(t_ms))))
+    params = draw_params(data, name, limit)
+    bulk = decide_bulk(name, codes, t_ms, limit, window_ms, cost=cost, params=params)
+    ref = REFERENCES[name](limit, window_ms, **params)
+    for i, (c, t) in enumerate(zip(codes.tolist(), t_ms.tolist(), strict=True)):
+        d = ref.decide(str(c), t, int(cost[i]))
         assert (bulk.allowed[i], bulk.count[i]) == (d.allowed, d.count), f"{name} row {i}"
 
 

@@ -9,10 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.scenario import ConfigError
+from simulator.studies.adversaries import BurstSchedule, EndBunching, SeamTimer
 from simulator.studies.adversary import (
-    BurstSchedule,
-    EndBunching,
-    SeamTimer,
     SearchConfig,
     confirm_on_lua,
     peak_admitted,
@@ -102,3 +100,16 @@ def test_bad_schedules_name_the_field():
     with pytest.raises(ConfigError, match="SearchConfig.population"):
         SearchConfig(population=2)
     assert np.array_equal(BurstSchedule("c", (5, 1), (2, 3)).bursts(), [(1, 3), (5, 2)])
+
+
+@pytest.mark.parametrize("name", ["token_bucket", "gcra"])
+def test_a_bucket_lets_burst_plus_rate_into_one_window_on_the_lua_path(name):
+    """Any span of W holds the saved-up burst plus the refill: 2L - 1 with burst = L (the
+    window is half open), L + burst - 1 with a small burst."""
+    from simulator.studies.adversaries import BurstThenRate
+
+    full = BurstThenRate("r", 60_000, 100, 100, at_ms=60_000)
+    assert confirm_on_lua(name, full, 100, 60_000)[0] == 199
+    small = BurstThenRate("r", 60_000, 10, 100, at_ms=60_000)
+    assert confirm_on_lua(name, small, 100, 60_000, {"burst": 10})[0] == 109
+    assert peak_admitted(name, small.bursts(), 100, 60_000, {"burst": 10})[0] == 109

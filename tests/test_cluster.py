@@ -153,7 +153,7 @@ def test_killed_node_stops_the_replay_with_every_answered_call_written():
             client = server.client()
             answered = sum(int(client.get(k)) for k in client.scan_iter("rl:fw:*"))
             client.close()
-            logged = sum(node_of(c, t) == node for _, c, t, _ in done)
+            logged = sum(node_of(c, t) == node for _, c, t, *_ in done)
             assert logged == answered, f"node {node}: {answered} calls answered, {logged} logged"
     message = str(err.value)
     assert "cluster" in message and "t_ms=" in message
@@ -163,7 +163,7 @@ def test_killed_node_stops_the_replay_with_every_answered_call_written():
     assert said, message
     assert int(said.group(1)) == unknown and said.group(2).endswith(f":{port}")
     expected = replay(trace, "fixed_window", limit, window_ms)["allowed"].tolist()
-    assert [d.allowed for *_, d in done] == [expected[p] for p, *_ in done]
+    assert [d.allowed for _, _, _, d, _ in done] == [expected[p] for p, *_ in done]
 
 
 def test_leftover_keys_are_found_on_every_node(backend):

@@ -12,10 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from simulator.algorithms import ALGORITHMS
 from simulator.backends import RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.cli import main
-from simulator.studies import bigkey, memory
+from simulator.studies import bigkey, memory, memory_tables
 
 USERS = 2000
 SMALL = (
@@ -27,6 +28,8 @@ SMALL = (
     memory.Layout("sliding_log", id_format="uuid4"),
     memory.Layout("sliding_counter"),
     memory.Layout("sliding_counter", "seam"),
+    memory.Layout("token_bucket"),
+    memory.Layout("gcra"),
     memory.Layout("sliding_log", limit=1000, id_format="now_ms-seq"),
 )
 REQUIRED = {
@@ -73,6 +76,8 @@ def test_table_has_the_required_columns(table):
     frame, growth = table
     assert REQUIRED <= set(frame.reset_index().columns)
     assert len(frame) == len(SMALL)
+    assert (frame["memory_usage_bytes_per_user"] > 0).all()  # every layout's keys still lived
+    assert (frame["bytes_per_user_used_memory"] > 0).all()
     assert set(growth["algorithm"]) == {layout.algorithm for layout in SMALL}
 
 
@@ -162,13 +167,13 @@ def test_bigkey_study_log_grows_counters_do_not(backend):
 
 def test_whiteboard_and_comparison(table):
     frame, _ = table
-    board = memory.whiteboard(100).set_index("algorithm")
+    board = memory_tables.whiteboard(100).set_index("algorithm")
     assert (
         board.loc["sliding_log", "whiteboard_bytes_per_user"]
         > 20 * board.loc["fixed_window", "whiteboard_bytes_per_user"]
     )
-    side = memory.compare(frame.reset_index())
-    assert list(side.index) == ["fixed_window", "echomq", "sliding_log", "sliding_counter"]
+    side = memory_tables.compare(frame.reset_index())
+    assert list(side.index) == [n for n, a in ALGORITHMS.items() if a.memory is not None]
     assert (side["measured_over_whiteboard"] > 1).all()  # the server's overhead is never free
     assert (side["worst_moment_bytes_per_user"] >= side["bytes_per_user_used_memory"]).all()
 
@@ -185,6 +190,18 @@ def test_memory_command_writes_its_tables(tmp_path: Path):
     for name in ("memory_growth_1k.csv", "memory_bigkey.csv", "memory_encoding.csv"):
         assert (tmp_path / name).stat().st_size > 0
     assert "total at 5M" in done.stdout
+    before = per_user[per_user["algorithm"] != "gcra"]
+
+    # one algorithm again: its rows replaced, every other row as the first run wrote it
+    argv += ["--algorithm", "gcra"]
+    again = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    merged = pd.read_csv(tmp_path / "memory_per_user_1k.csv")
+    assert len(merged) == len(memory.LAYOUTS)
+    pd.testing.assert_frame_equal(
+        merged[merged["algorithm"] != "gcra"].reset_index(drop=True), before.reset_index(drop=True)
+    )
+    assert "wrote" in again.stdout and "memory_encoding.csv" not in again.stdout
 
 
 def test_memory_command_refuses_a_server_with_keys(server):

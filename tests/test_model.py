@@ -64,6 +64,8 @@ def test_log_has_explicit_dtypes_and_header_values():
     assert frame.loc[frame["allowed"], "retry_after_ms"].isna().all()
     headers = http_headers(refused.iloc[0])
     assert set(headers) == {
+        "RateLimit-Policy",
+        "RateLimit",
         "RateLimit-Limit",
         "RateLimit-Remaining",
         "RateLimit-Reset",

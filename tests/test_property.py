@@ -1,5 +1,6 @@
 """Differential tests: the Lua scripts on fakeredis and the pure-Python reference agree, decision for
-decision, on random traces; and the key encoding keeps clients apart."""
+decision, on random traces (with costs, and with each algorithm's own parameters drawn); and the
+key encoding keeps clients apart."""
 
 from __future__ import annotations
 
@@ -12,16 +13,11 @@ from simulator.keys import encode_client, hash_tag
 
 CLIENT_IDS = st.sampled_from(["alice", "bob", "", "{x}", "a:b", "a b", "ü", "%", "%25"])
 
-traces = st.lists(
-    st.tuples(
-        st.one_of(
-            st.just(0), st.integers(0, 3), st.integers(0, 2500)
-        ),  # gap to previous request, ms
-        CLIENT_IDS,
-    ),
-    min_size=1,
-    max_size=60,
-)
+GAPS = st.one_of(st.just(0), st.integers(0, 3), st.integers(0, 2500))  # to the previous request, ms
+traces = st.lists(st.tuples(GAPS, CLIENT_IDS), min_size=1, max_size=60)
+#: Mostly 1, sometimes more, sometimes more than any limit drawn here can admit.
+COSTS = st.one_of(st.just(1), st.just(1), st.integers(1, 4), st.integers(5, 9))
+costed_traces = st.lists(st.tuples(GAPS, CLIENT_IDS, COSTS), min_size=1, max_size=60)
 
 
 def algorithm_names() -> list[str]:
@@ -29,13 +25,26 @@ def algorithm_names() -> list[str]:
     return sorted(ALGORITHMS)
 
 
-def _run_both(name, limit, window_ms, start_ms, trace):
+def draw_params(data, name: str, limit: int) -> dict[str, float]:
+    """A value for each of the algorithm's own parameters, around the limit."""
+    out: dict[str, float] = {}
+    for p in ALGORITHMS[name].params_declared:
+        lo = max(1, int(p.minimum))
+        if p.integer:
+            out[p.name] = data.draw(st.integers(lo, lo + 2 * limit + 2), label=p.name)
+        else:
+            out[p.name] = data.draw(st.floats(p.minimum, p.minimum + 2 * limit + 2), label=p.name)
+    return out
+
+
+def _run_both(name, limit, window_ms, start_ms, trace, params=None):
     now = [start_ms]
-    lua = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), limit, window_ms)
-    ref = REFERENCES[name](limit, window_ms)
-    for gap, client in trace:
+    lua = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), limit, window_ms, **(params or {}))
+    ref = REFERENCES[name](limit, window_ms, **(params or {}))
+    for gap, client, *cost in trace:
         now[0] += gap
-        yield client, now[0], lua.decide(client, now[0]), ref.decide(client, now[0])
+        k = cost[0] if cost else 1
+        yield client, now[0], lua.decide(client, now[0], k), ref.decide(client, now[0], k)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,6 +59,32 @@ def test_lua_equals_reference(data, limit, window_ms, start_ms, trace):
     name = data.draw(st.sampled_from(algorithm_names()), label="algorithm")
     for client, t_ms, lua, ref in _run_both(name, limit, window_ms, start_ms, trace):
         assert lua == ref, f"{name} client={client!r} t={t_ms}: lua={lua} ref={ref}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.data(),
+    limit=st.integers(1, 6),
+    window_ms=st.integers(1, 3000),
+    start_ms=st.integers(0, 10**12),
+    trace=costed_traces,
+)
+def test_lua_equals_reference_with_costs_and_own_parameters(
+    data, limit, window_ms, start_ms, trace
+):
+    name = data.draw(st.sampled_from(algorithm_names()), label="algorithm")
+    params = draw_params(data, name, limit)
+    for client, t_ms, lua, ref in _run_both(name, limit, window_ms, start_ms, trace, params):
+        assert lua == ref, f"{name} {params} client={client!r} t={t_ms}: lua={lua} ref={ref}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), limit=st.integers(1, 6), window_ms=st.integers(1, 3000), trace=traces)
+def test_cost_one_everywhere_changes_nothing(data, limit, window_ms, trace):
+    name = data.draw(st.sampled_from(algorithm_names()), label="algorithm")
+    plain = [d for *_, d, _ in _run_both(name, limit, window_ms, 0, trace)]
+    costed = [d for *_, d, _ in _run_both(name, limit, window_ms, 0, [(g, c, 1) for g, c in trace])]
+    assert plain == costed
 
 
 @settings(max_examples=25, deadline=None)

@@ -125,7 +125,7 @@ def test_an_undecodable_byte_in_a_client_id_survives_to_frame_and_csv(tmp_path):
     [(0, "0"), (1, "1"), (999, "1"), (1000, "1"), (1001, "2"), (59_999, "60"), (60_000, "60")],
 )
 def test_headers_round_milliseconds_up_to_whole_seconds(ms, seconds):
-    refused = http_headers(Decision(False, 5.0, 5, 0, ms, ms))
+    refused = http_headers(Decision(False, 5.0, 5, 0, ms, ms), "legacy")
     assert refused == {
         "RateLimit-Limit": "5",
         "RateLimit-Remaining": "0",
@@ -137,18 +137,18 @@ def test_headers_round_milliseconds_up_to_whole_seconds(ms, seconds):
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 10**12), st.integers(1, 10**12))
 def test_header_seconds_are_the_ceiling_of_the_milliseconds(reset_ms, retry_after_ms):
-    headers = http_headers(Decision(False, 1.0, 1, 0, reset_ms, retry_after_ms))
+    headers = http_headers(Decision(False, 1.0, 1, 0, reset_ms, retry_after_ms), "legacy")
     assert headers["RateLimit-Reset"] == str(-(-reset_ms // 1000))
     assert headers["Retry-After"] == str(-(-retry_after_ms // 1000))
 
 
 def test_no_reset_header_for_a_key_without_expiry():
-    headers = http_headers(Decision(True, 1.0, 10, 9, -1, 0))
+    headers = http_headers(Decision(True, 1.0, 10, 9, -1, 0), "legacy")
     assert headers == {"RateLimit-Limit": "10", "RateLimit-Remaining": "9"}
 
 
 def test_no_retry_after_when_allowed():
-    headers = http_headers(Decision(True, 4.0, 10, 6, 2500, 0))
+    headers = http_headers(Decision(True, 4.0, 10, 6, 2500, 0), "legacy")
     assert headers == {"RateLimit-Limit": "10", "RateLimit-Remaining": "6", "RateLimit-Reset": "3"}
 
 
@@ -160,6 +160,7 @@ def test_a_frame_row_gives_the_same_headers_as_its_decision():
     ]
     frame = to_frame(log, "r", 0, "fixed_window")
     for (_, _, decision), (_, row) in zip(log, frame.iterrows(), strict=True):
-        assert http_headers(row) == http_headers(decision)
+        assert http_headers(row, policy="p") == http_headers(decision, policy="p")
+        assert http_headers(row)["RateLimit"].startswith('"fixed_window";')  # its algorithm
     assert http_headers(frame.iloc[1])["Retry-After"] == "2"
     assert "Retry-After" not in http_headers(frame.iloc[0])  # its <NA> is never read

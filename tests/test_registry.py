@@ -23,14 +23,15 @@ from simulator.records import Decision
 FOREVER_LUA = """--[[
 forever: a counter that never resets (a throwaway algorithm for the registry test).
 KEYS[1] the client's counter; ARGV[1] now_ms (unused), ARGV[2] window_ms (unused),
-ARGV[3] allowance: requests a client gets in all
+ARGV[3] allowance: requests a client gets in all, ARGV[4] cost of this request
 Returns {allowed 0|1, count, limit, remaining, reset_ms (-1: never), retry_after_ms (-1: never)}
 ]]
 local limit = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
 local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-if count < limit then
-  redis.call('SET', KEYS[1], count + 1)
-  return {1, count + 1, limit, limit - count - 1, -1, 0}
+if count + cost <= limit then
+  redis.call('SET', KEYS[1], count + cost)
+  return {1, count + cost, limit, limit - count - cost, -1, 0}
 end
 return {0, count, limit, 0, -1, -1}
 """
@@ -48,11 +49,11 @@ class ForeverRef(Reference):
         super().__init__(limit, window_ms, **params)
         self.counts: dict[str, int] = {}
 
-    def decide(self, client: str, now_ms: int) -> Decision:
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         count, cap = self.counts.get(client, 0), int(self.params["allowance"])
-        if count < cap:
-            self.counts[client] = count + 1
-            return Decision(True, float(count + 1), cap, cap - count - 1, -1, 0)
+        if count + cost <= cap:
+            self.counts[client] = count + cost
+            return Decision(True, float(count + cost), cap, cap - count - cost, -1, 0)
         return Decision(False, float(count), cap, 0, -1, -1)
 
 
@@ -67,8 +68,8 @@ class Forever(Limiter):
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:forever:{hash_tag(client)}",)
 
-    def args(self, client: str, now_ms: int) -> Sequence[object]:
-        return (now_ms, self.window_ms, int(self.params["allowance"]))
+    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[object]:
+        return (now_ms, self.window_ms, int(self.params["allowance"]), cost)
 
 
 @pytest.fixture
@@ -123,10 +124,11 @@ def test_its_own_parameter_is_declared_validated_and_reaches_the_script(forever,
     assert simulate(scenario())["allowed"].sum() == 10
     with pytest.raises(ConfigError, match=r"Scenario\.params\['allowance'\]"):
         scenario(allowance=0)
-    with pytest.raises(ConfigError, match="unknown parameter 'burst'.*allowance"):
-        scenario(burst=2)
+    with pytest.raises(ConfigError, match="unknown parameter 'nosuch'.*allowance"):
+        scenario(nosuch=2)
     assert cli.main(["burst", "--limit", "10", "--window", "1", "--param", "allowance=3"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("forever"))
     assert line.split()[1:4] == ["3", "of", "20"]
     assert cli.main(["burst", "--param", "nosuch=1"]) == 2
-    assert "no algorithm has such a parameter (declared: allowance)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no algorithm has such a parameter (declared: " in err and "allowance" in err

@@ -165,6 +165,42 @@ def test_a_sharded_run_on_a_local_cluster_equals_the_whole_run(local_client):
     )
 
 
+FW3 = """--[[ ratelimit
+keys = ["rl:fw3:{client}:{window}"]
+argv = ["now_ms", "window_ms", "limit"]
+reply = { allowed = 1, count = 2 }
+]]
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if count <= tonumber(ARGV[3]) then return {1, count} end
+return {0, count}
+"""
+
+
+def test_a_users_script_goes_to_the_workers_with_its_tasks_and_shards(tmp_path, local_client):
+    """The workers started before the script was registered, and never read its file."""
+    from simulator.algorithms import ALGORITHMS
+    from simulator.userscripts import register_script
+
+    path = tmp_path / "fw3.lua"
+    path.write_text(FW3)
+    register_script(path, "fw3")
+    try:
+        grid = {"algorithm": "fw3", "kind": "poisson", "load": [0.5, 2.0], "client_count": 4}
+        data = {"name": "mine", "study": "accuracy", "grid": grid | {"duration_s": 30}}
+        outcome = run_sweep(parse_spec(data), tmp_path / "local", local_client, out=quiet)
+        assert outcome.failed == [] and outcome.done == 2
+        pd.testing.assert_frame_equal(
+            read_dataset(outcome.folder, outcome.tasks), serial_dataset(tmp_path, data)
+        )
+        scenario = Scenario("fw3", 5, 1000, 3000, crowd().clients, seed=3)
+        pd.testing.assert_frame_equal(
+            simulate(scenario, shards=3, scheduler=local_client), simulate(scenario)
+        )
+    finally:
+        ALGORITHMS.pop("fw3", None)
+
+
 def test_a_sweep_on_an_existing_cluster_equals_the_serial_sweep(tmp_path, cluster_address):
     outcome = run_sweep(parse_spec(SMALL), tmp_path / "real", cluster_address, out=quiet)
     assert outcome.failed == [] and outcome.done == 8

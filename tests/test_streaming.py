@@ -22,7 +22,8 @@ from simulator.cli.runs import HEADER, leftover_keys_in_groups
 from simulator.cli.tally import Distinct, ReplayTally
 from simulator.playback import replay
 from simulator.spool import Spool, merge_blocks
-from simulator.traces import TraceError, iter_trace, read_trace, scan_trace
+from simulator.trace_scan import scan_trace
+from simulator.traces import TraceError, iter_trace, read_trace
 
 ODD_IDS = ["a,b", "line\nbreak", '"quoted"', "\udcff", "x\udcfe", "ünï", "", " sp "]
 

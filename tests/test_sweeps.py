@@ -48,7 +48,7 @@ def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
         ('study = "memory"', "memory is not a sweep study"),
         ('study = "burst"\n[grid]\nlimit = [10', "not valid TOML"),
         (
-            'study = "burst"\n[grid.params]\nburst = [1]',
+            'study = "burst"\n[grid]\nalgorithm = ["fixed_window"]\n[grid.params]\nburst = [1]',
             "grid.params.burst: none of the algorithms",
         ),
         ('study = "burst"\nshards = 2', "unknown key 'shards'"),
@@ -177,6 +177,7 @@ def crowd(algorithm: str) -> Scenario:
         BurstAt("burst", n=12, at_s=(0.5, 1.0)),
         OnOff("onoff", rate_per_s=30, on_ms=300, off_ms=200),
         Poisson("p3", rate_per_s=4),  # a second spec on p3's counter: the same shard
+        Poisson("costly", rate_per_s=6, cost=((1, 0.6), (3, 0.4))),  # costs drawn per client
     )
     return Scenario(algorithm, 6, 1000, 4000, clients, seed=11)
 
@@ -218,3 +219,105 @@ def test_burst_with_users_in_shards_prints_what_one_process_prints(capsys):
     )
     assert capsys.readouterr().out == whole
     assert "150 of 300" in whole  # sliding_log: 5 per user
+
+
+# --- the buckets, their variants and users' scripts ----------------------------------------------
+
+FW2 = """--[[ ratelimit
+keys = ["rl:fw2:{client}:{window}"]
+argv = ["now_ms", "window_ms", "limit", "cost"]
+reply = { allowed = 1, count = 2 }
+]]
+local count = redis.call('INCRBY', KEYS[1], tonumber(ARGV[4]))
+if count == tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if count <= tonumber(ARGV[3]) then return {1, count} end
+return {0, count}
+"""
+
+
+@pytest.fixture
+def user_script(tmp_path):
+    """A user's script registered as ``fw2`` (a fixed window), forgotten afterwards."""
+    from simulator.userscripts import register_script
+
+    path = tmp_path / "fw2.lua"
+    path.write_text(FW2)
+    register_script(path, "fw2")
+    yield path
+    ALGORITHMS.pop("fw2", None)
+
+
+def test_the_charts_adversary_sweeps_cover_every_algorithm_then_the_small_bursts(user_script):
+    from simulator.cli.jobs import accuracy_sweeps
+
+    load, search, small = accuracy_sweeps(full=False)
+    assert load.grid["algorithm"] == ("sliding_counter",)
+    assert search.grid["algorithm"] == tuple(ALGORITHMS)  # the buckets and the user's script
+    assert {"token_bucket", "gcra", "fw2"} <= set(search.grid["algorithm"])
+    assert small.grid["algorithm"] == ("token_bucket", "gcra") and small.params == {"burst": (10,)}
+    assert [p.get("param_burst") for p in grid_points(small)] == [10, 10]
+
+
+def test_a_bucket_variant_in_a_sweep_is_its_row_of_worst_cases():
+    from simulator.studies.adversary import SearchConfig, worst_cases
+
+    grid = {"algorithm": "gcra", "generation_budget": 4, "params": {"burst": [10]}}
+    (point,) = grid_points(parse_spec({"name": "v", "study": "adversary", "grid": grid}))
+    rows = sweep_studies.STUDIES["adversary"].run(point)
+    config = SearchConfig(generations=4, budget_s=float("inf"))
+    expected, _ = worst_cases((), config, variants=[("gcra small burst", "gcra", {"burst": 10})])
+    pd.testing.assert_frame_equal(rows, expected)
+    assert rows[["params", "burst_then_rate_max", "searched_on"]].iloc[0].tolist() == [
+        "burst=10",
+        109,
+        "bulk kernel",
+    ]
+
+
+def test_a_users_script_is_a_sweep_algorithm_on_the_lua_path_and_its_version_a_column(
+    tmp_path, user_script
+):
+    grid = {"algorithm": ["fw2", "fixed_window"], "limit": 4, "window_s": 1, "generation_budget": 3}
+    spec = parse_spec({"name": "u", "study": "adversary", "grid": grid})
+    points = grid_points(spec)
+    assert "script_sha" in points[0] and "script_sha" not in points[1]
+    outcome = run_sweep(spec, tmp_path, "serial", out=quiet)
+    frame = read_dataset(outcome.folder, outcome.tasks)
+    assert outcome.failed == [] and frame["searched_on"].tolist() == [
+        "lua (no bulk kernel)",
+        "bulk kernel",
+    ]
+    assert frame["lua_max"].tolist() == [8, 8]  # a grid window's 2x, the same as the built-in
+    accuracy = {"algorithm": "fw2", "client_count": 4, "load": 2.0, "duration_s": 30}
+    spec = parse_spec({"name": "ua", "study": "accuracy", "grid": accuracy})
+    outcome = run_sweep(spec, tmp_path, "serial", out=quiet)
+    assert outcome.failed == [] and len(read_dataset(outcome.folder)) == 1
+    # an edited script is another version: its tasks are not finished any more
+    user_script.write_text(FW2.replace("return {0, count}", "return {0, count + 0}"))
+    from simulator.userscripts import register_script
+
+    register_script(user_script, "fw2")
+    assert grid_points(spec)[0]["script_sha"] != outcome.points[0]["script_sha"]
+    again = run_sweep(spec, tmp_path, "serial", out=quiet)
+    assert again.skipped == 0 and again.done == 1
+
+
+def test_a_users_script_shards_and_is_sent_to_the_worker_with_its_shard(user_script):
+    from simulator import shards
+    from simulator.userscripts.shipping import install, shipped
+
+    scenario = crowd("fw2")
+    whole = simulate(scenario)
+    sharded = simulate(scenario, shards=3, scheduler="serial")
+    key = ["client", "t_ms"]
+    pd.testing.assert_frame_equal(
+        sharded.sort_values(key, kind="stable", ignore_index=True),
+        whole.sort_values(key, kind="stable", ignore_index=True),
+    )
+    # a worker that never saw the script registers it from what the shard carries
+    script = shipped("fw2")
+    assert script is not None and shipped("fixed_window") is None
+    ALGORITHMS.pop("fw2")
+    install(script)
+    assert ALGORITHMS["fw2"].per_client and shards.not_per_client("fw2") is None
+    assert simulate(scenario)["allowed"].tolist() == whole["allowed"].tolist()

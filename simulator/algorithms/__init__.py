@@ -18,8 +18,10 @@ from typing import Any
 from simulator.algorithms.base import BulkKernel, Limiter, Param, Reference
 from simulator.algorithms.echomq import EchoMQ, EchoMQRef, echomq_keys
 from simulator.algorithms.fixed_window import FixedWindow, FixedWindowRef
+from simulator.algorithms.gcra import GCRA, GCRARef
 from simulator.algorithms.sliding_counter import SlidingCounter, SlidingCounterRef
 from simulator.algorithms.sliding_log import SlidingLog, SlidingLogRef
+from simulator.algorithms.token_bucket import TokenBucket, TokenBucketRef
 
 __all__ = [
     "ALGORITHMS",
@@ -32,10 +34,14 @@ __all__ = [
     "EchoMQ",
     "SlidingLog",
     "SlidingCounter",
+    "TokenBucket",
+    "GCRA",
     "FixedWindowRef",
     "EchoMQRef",
     "SlidingLogRef",
     "SlidingCounterRef",
+    "TokenBucketRef",
+    "GCRARef",
     "BulkKernel",
     "echomq_keys",
     "script_names",
@@ -43,7 +49,7 @@ __all__ = [
 
 #: Every algorithm, in the order charts and tables show them.
 ALGORITHMS: dict[str, type[Limiter]] = {
-    cls.name: cls for cls in (FixedWindow, EchoMQ, SlidingLog, SlidingCounter)
+    cls.name: cls for cls in (FixedWindow, EchoMQ, SlidingLog, SlidingCounter, TokenBucket, GCRA)
 }
 
 

@@ -23,11 +23,19 @@ from simulator.records import Decision
 from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int, check_number
 from simulator.scripts import Script, load
 
-__all__ = ["Limiter", "Reference", "BulkKernel", "MemoryModel", "Param", "own_params"]
+__all__ = ["Limiter", "Reference", "BulkKernel", "MemoryModel", "Param", "own_params", "NEVER"]
 
-#: ``kernel(client_codes, t_ms, limit, window_ms) -> (allowed, count)`` over one trace sorted by
-#: (client, time, arrival); see :func:`simulator.fastref.decide_bulk`.
-BulkKernel = Callable[[np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
+#: ``kernel(client_codes, t_ms, limit, window_ms, cost, params) -> (allowed, count)`` over one
+#: trace sorted by (client, time, arrival); ``cost`` is each request's cost (int64) or None when
+#: every request costs 1, ``params`` the algorithm's own parameters, resolved. See
+#: :func:`simulator.fastref.decide_bulk`.
+BulkKernel = Callable[
+    [np.ndarray, np.ndarray, int, int, "np.ndarray | None", Mapping[str, float]],
+    tuple[np.ndarray, np.ndarray],
+]
+
+#: Retry-After of a request that costs more than the limiter could ever admit: never.
+NEVER = -1
 
 
 @dataclass(frozen=True)
@@ -38,8 +46,12 @@ class MemoryModel:
     ``idle`` with only what never expires left). ``windows``: grid windows of requests that build
     the steady state. ``trailing``: the window trails now, so the requests are spread over
     ``(now - W, now]`` instead of grid windows. ``request_ids``: one member per request, whose id
-    format (``now_ms-seq`` or ``uuid4``) is part of the layout. ``whiteboard(limit, key_bytes)``:
-    payload bytes per user a candidate would write down (no per-key or per-entry overhead).
+    format (``now_ms-seq`` or ``uuid4``) is part of the layout. ``drained``: the steady state is a
+    client at its limit whose key lives as long as it keeps sending (a bucket: spent at once,
+    then sending at the rate), so the key still lives when it is weighed; a bucket sent to only
+    at the rate stays nearly full and expires within one token's time. ``whiteboard(limit,
+    key_bytes)``: payload bytes per user a candidate would write down (no per-key or per-entry
+    overhead).
     """
 
     whiteboard: Callable[[int, int], int]
@@ -47,6 +59,7 @@ class MemoryModel:
     windows: int = 1
     trailing: bool = False
     request_ids: bool = False
+    drained: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,7 +122,7 @@ class Reference:
             type(self).__name__, self.params_declared, params, self.limit, self.window_ms
         )
 
-    def decide(self, client: str, now_ms: int) -> Decision:
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         raise NotImplementedError
 
 
@@ -149,8 +162,8 @@ class Limiter:
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         raise NotImplementedError
 
-    def args(self, client: str, now_ms: int) -> Sequence[Any]:
-        return (now_ms, self.window_ms, self.limit)
+    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
+        return (now_ms, self.window_ms, self.limit, cost)
 
     @staticmethod
     def parse(reply: Sequence[Any]) -> Decision:
@@ -158,10 +171,12 @@ class Limiter:
         allowed, count, limit, remaining, reset_ms, retry_after_ms = reply
         return Decision(allowed == 1, float(count), limit, remaining, reset_ms, retry_after_ms)
 
-    def call(self, client: str, now_ms: int) -> tuple[Script, Sequence[str], Sequence[Any]]:
+    def call(
+        self, client: str, now_ms: int, cost: int = 1
+    ) -> tuple[Script, Sequence[str], Sequence[Any]]:
         """The script call for one request (what :meth:`decide` sends; pipelines batch these)."""
-        return self.script, self.keys(client, now_ms), self.args(client, now_ms)
+        return self.script, self.keys(client, now_ms), self.args(client, now_ms, cost)
 
-    def decide(self, client: str, now_ms: int) -> Decision:
-        keys, args = self.keys(client, now_ms), self.args(client, now_ms)
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
+        keys, args = self.keys(client, now_ms), self.args(client, now_ms, cost)
         return self.parse(self.backend.call(self.script, keys, args))

@@ -3,7 +3,7 @@
 The window starts at a client's first hit and *is* the counter's TTL: ``INCR``, and ``PEXPIRE``
 only on the first hit; the counter is gone once the server's clock passes its expiry. So this is
 the one algorithm whose decisions follow the server's own clock (on the fake server, the
-simulated one). Refused hits are not counted. ``echomq_ttl`` is the worker's question before a
+simulated one). Refused hits are not counted; an admitted one counts its cost. ``echomq_ttl`` is the worker's question before a
 dequeue: how long to defer a job (0 = go ahead).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import Limiter, MemoryModel, Reference
+from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference
 from simulator.keys import hash_tag
 from simulator.records import Decision
 from simulator.scripts import load
@@ -34,23 +34,27 @@ class EchoMQRef(Reference):
         super().__init__(limit, window_ms)
         self.counters: dict[str, tuple[int, int]] = {}  # client -> (count, expire_at_ms)
 
-    def decide(self, client: str, now_ms: int) -> Decision:
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         limit = self.limit
         count, expire_at = self.counters.get(client, (0, -1))
         if expire_at < now_ms:  # gone only once now is past expire-at
-            count = 0
-        if count >= limit:
-            ttl = expire_at - now_ms
-            return Decision(False, float(count), limit, 0, ttl, ttl)
-        count += 1
-        if count == 1:
+            count, expire_at = 0, -1
+        if count + cost > limit:
+            ttl = expire_at - now_ms if count else -2  # PTTL of a key that is not there
+            return Decision(False, float(count), limit, 0, ttl, NEVER if cost > limit else ttl)
+        was = count
+        count += cost
+        if was == 0:
             expire_at = now_ms + self.window_ms
         self.counters[client] = (count, expire_at)
         return Decision(True, float(count), limit, limit - count, expire_at - now_ms, 0)
 
 
-def bulk(c: np.ndarray, t: np.ndarray, limit: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+def bulk(
+    c: np.ndarray, t: np.ndarray, limit: int, w: int, cost: np.ndarray | None = None, params=None
+) -> tuple[np.ndarray, np.ndarray]:
     cl, tl = c.tolist(), t.tolist()
+    kl = [1] * len(tl) if cost is None else cost.tolist()
     allowed, counts = [False] * len(tl), [0.0] * len(tl)
     last, count, expire_at = None, 0, -1
     for i, now in enumerate(tl):
@@ -58,12 +62,13 @@ def bulk(c: np.ndarray, t: np.ndarray, limit: int, w: int) -> tuple[np.ndarray, 
             last, count, expire_at = cl[i], 0, -1
         if expire_at < now:  # the counter is gone only once now is past its expiry
             count = 0
-        if count >= limit:
+        k = kl[i]
+        if count + k > limit:
             counts[i] = count
             continue
-        count += 1
-        if count == 1:
+        if count == 0:
             expire_at = now + w
+        count += k
         allowed[i], counts[i] = True, count
     return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
 
@@ -87,8 +92,8 @@ class EchoMQ(Limiter):
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return echomq_keys(client)
 
-    def args(self, client: str, now_ms: int) -> Sequence[Any]:
-        return (now_ms, self.limit, self.window_ms)
+    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
+        return (now_ms, self.limit, self.window_ms, cost)
 
     def rate_limit_ttl(self, queue: str, now_ms: int, max_: int | None = None) -> int:
         """``get_rate_limit_ttl(q, max)``: ms to defer a job, 0 to go ahead (max 0 = from meta)."""

@@ -2,7 +2,8 @@
 
 The estimate ``cur + prev x (W - elapsed) / W`` assumes the previous window's requests were
 spread evenly; when they were not, it decides differently from the exact log (how often, and by
-how much, is the accuracy study's question).
+how much, is the accuracy study's question). A request of cost ``c`` is admitted iff
+``estimate + c - 1 < limit`` (for ``c = 1``: ``estimate < limit``) and adds ``c``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simulator.algorithms.base import Limiter, MemoryModel, Reference
+from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -26,26 +27,32 @@ class SlidingCounterRef(Reference):
         super().__init__(limit, window_ms)
         self.counts: dict[tuple[str, int], int] = {}
 
-    def decide(self, client: str, now_ms: int) -> Decision:
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         w, limit = self.window_ms, self.limit
         idx, elapsed = divmod(now_ms, w)
         cur = self.counts.get((client, idx), 0)
         prev = self.counts.get((client, idx - 1), 0)
         estimate = cur + prev * (w - elapsed) / w  # same operations, same order as the Lua
         reset = w - elapsed
-        if estimate < limit:
-            self.counts[(client, idx)] = cur + 1
-            remaining = max(0, math.ceil(limit - (estimate + 1)))
+        room = limit - cost + 1
+        if cost <= limit and estimate < room:
+            self.counts[(client, idx)] = cur + cost
+            remaining = max(0, math.ceil(limit - (estimate + cost)))
             return Decision(True, estimate, limit, remaining, reset, 0)
-        if cur < limit:
-            wait = math.floor((w * prev - (limit - cur) * w) / prev) + 1 - elapsed
+        if cost > limit:
+            wait = NEVER
+        elif cur < room:
+            wait = math.floor((w * prev - (room - cur) * w) / prev) + 1 - elapsed
         else:
-            wait = reset + math.floor((w * cur - limit * w) / cur) + 1
+            wait = reset + math.floor((w * cur - room * w) / cur) + 1
         return Decision(False, estimate, limit, 0, reset, wait)
 
 
-def bulk(c: np.ndarray, t: np.ndarray, limit: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+def bulk(
+    c: np.ndarray, t: np.ndarray, limit: int, w: int, cost: np.ndarray | None = None, params=None
+) -> tuple[np.ndarray, np.ndarray]:
     cl, tl = c.tolist(), t.tolist()
+    kl = [1] * len(tl) if cost is None else cost.tolist()
     allowed, counts = [False] * len(tl), [0.0] * len(tl)
     last, idx_cur, cur, prev = None, 0, 0, 0  # idx_cur is set at the first request
     for i, now in enumerate(tl):
@@ -57,8 +64,9 @@ def bulk(c: np.ndarray, t: np.ndarray, limit: int, w: int) -> tuple[np.ndarray, 
             idx_cur, cur = idx, 0
         estimate = cur + prev * (w - elapsed) / w  # same operations, same order as the Lua
         counts[i] = estimate
-        if estimate < limit:
-            cur += 1
+        k = kl[i]
+        if k <= limit and estimate < limit - k + 1:
+            cur += k
             allowed[i] = True
     return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
 

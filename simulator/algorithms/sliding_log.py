@@ -1,6 +1,7 @@
 """Sliding log: the exact answer, one sorted-set member per admitted request.
 
-A request at ``t`` is admitted iff fewer than ``limit`` admitted requests lie in ``(t - W, t]``.
+A request at ``t`` is admitted iff fewer than ``limit`` admitted requests lie in ``(t - W, t]``
+(one of cost ``c``: iff ``c`` more still fit; it is logged as ``c`` members).
 Exact, and the most expensive in memory: a client at its limit holds ``limit`` members.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import Limiter, MemoryModel, Reference
+from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -26,21 +27,28 @@ class SlidingLogRef(Reference):
         super().__init__(limit, window_ms)
         self.logs: dict[str, deque[int]] = {}
 
-    def decide(self, client: str, now_ms: int) -> Decision:
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         w, limit = self.window_ms, self.limit
         log = self.logs.setdefault(client, deque())
         while log and log[0] <= now_ms - w:
             log.popleft()
         count = len(log)
-        if count < limit:
-            log.append(now_ms)
-            return Decision(True, float(count), limit, limit - count - 1, log[0] + w - now_ms, 0)
-        retry = log[0] + w - now_ms
-        return Decision(False, float(count), limit, 0, retry, retry)
+        if count + cost <= limit:
+            log.extend([now_ms] * cost)
+            return Decision(True, float(count), limit, limit - count - cost, log[0] + w - now_ms, 0)
+        reset = log[0] + w - now_ms if log else 0
+        if cost > limit:
+            return Decision(False, float(count), limit, 0, reset, NEVER)
+        return Decision(
+            False, float(count), limit, 0, reset, log[count + cost - limit - 1] + w - now_ms
+        )
 
 
-def bulk(c: np.ndarray, t: np.ndarray, limit: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+def bulk(
+    c: np.ndarray, t: np.ndarray, limit: int, w: int, cost: np.ndarray | None = None, params=None
+) -> tuple[np.ndarray, np.ndarray]:
     cl, tl = c.tolist(), t.tolist()
+    kl = [1] * len(tl) if cost is None else cost.tolist()
     allowed, counts = [False] * len(tl), [0.0] * len(tl)
     last, log = None, deque[int]()
     for i, now in enumerate(tl):
@@ -49,10 +57,13 @@ def bulk(c: np.ndarray, t: np.ndarray, limit: int, w: int) -> tuple[np.ndarray, 
         edge = now - w
         while log and log[0] <= edge:
             log.popleft()
-        n = len(log)
+        n, k = len(log), kl[i]
         counts[i] = n
-        if n < limit:
-            log.append(now)
+        if n + k <= limit:
+            if k == 1:
+                log.append(now)
+            else:
+                log.extend([now] * k)
             allowed[i] = True
     return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
 
@@ -76,6 +87,6 @@ class SlidingLog(Limiter):
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:sl:{hash_tag(client)}",)
 
-    def args(self, client: str, now_ms: int) -> Sequence[Any]:
+    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
         self._seq += 1  # unique member: two requests in one millisecond must both count
-        return (now_ms, self.window_ms, self.limit, f"{now_ms}-{self._seq}")
+        return (now_ms, self.window_ms, self.limit, f"{now_ms}-{self._seq}", cost)

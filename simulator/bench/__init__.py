@@ -12,6 +12,7 @@ from collections.abc import Callable
 from simulator.bench.accuracy import bench_accuracy
 from simulator.bench.clients import bench_clients
 from simulator.bench.core import bench_clock, bench_core
+from simulator.bench.explorer import bench_explorer
 from simulator.bench.replay import bench_replay_stream
 from simulator.bench.scale import bench_scale
 from simulator.bench.servers import bench_servers
@@ -29,4 +30,5 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "clients": bench_clients,
     "replay-stream": bench_replay_stream,
     "scale": bench_scale,
+    "explorer": bench_explorer,
 }

@@ -32,6 +32,9 @@ __all__ = [
     "params_for",
     "scheduler_address",
     "add_scheduler_options",
+    "add_script_option",
+    "script_options",
+    "split_script",
 ]
 
 
@@ -257,3 +260,39 @@ def add_scheduler_options(
         metavar="N",
         help="worker processes of the LocalCluster (default: one per core)",
     )
+
+
+def add_script_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--script",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="your own limiter script, run beside the built-in algorithms as NAME (default: the "
+        "file's name); its declaration (how to call it) is a --[[ ratelimit ]] block at its top "
+        "or FILE.toml beside it, see docs/your_script.md (repeatable)",
+    )
+
+
+def script_options(argv: Sequence[str]) -> list[str]:
+    """The values of every ``--script`` in ``argv`` (read before the parser is built, so that the
+    scripts are algorithms when ``--algorithm`` is checked)."""
+    values, it = [], iter(argv)
+    for token in it:
+        if token == "--":
+            break
+        if token == "--script":
+            value = next(it, None)
+            if value is not None:
+                values.append(value)
+        elif token.startswith("--script="):
+            values.append(token.split("=", 1)[1])
+    return values
+
+
+def split_script(value: str) -> tuple[str | None, str]:
+    """``NAME=FILE`` or ``FILE``: (name or None, file)."""
+    name, sep, path = value.partition("=")
+    if sep and name and "/" not in name and not name.endswith(".lua"):
+        return name, path
+    return None, value

@@ -15,6 +15,7 @@ from simulator.cli.args import (
     add_limit_options,
     add_param_option,
     add_scheduler_options,
+    add_script_option,
     params_for,
     positive_int,
     print_time_notes,
@@ -165,6 +166,7 @@ def register(sub: Any) -> None:
     add_scheduler_options(p, "the shards")
     add_param_option(p)
     add_backend_options(p)
+    add_script_option(p)
     p.set_defaults(func=cmd_burst)
 
 

@@ -36,10 +36,12 @@ def burst(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
 
 
 def accuracy(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
-    """The accuracy study and the adversary search; ``full`` = >= 1M decisions, 10k clients.
+    """The accuracy study, the contracts comparison and the adversary search; ``full`` = >= 1M
+    decisions, 10k clients.
 
-    The load sweep and the adversary searches run as sweeps (one Dask task per load and kind,
-    one per algorithm; ``scheduler`` as for ``sweep``) into ``out_dir/sweeps/``, and their
+    The load sweep and the adversary searches (every algorithm with its defaults, then the
+    buckets with a small burst) run as sweeps (one Dask task per load and kind, one per
+    algorithm and variant; ``scheduler`` as for ``sweep``) into ``out_dir/sweeps/``, and their
     tables and charts are read from those datasets.
     """
     from simulator.charts import save
@@ -50,8 +52,10 @@ def accuracy(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
         schedule_figure,
         with_cloudflare,
     )
+    from simulator.charts.contracts import contracts_figure
     from simulator.studies.accuracy import lua_check, study
     from simulator.studies.adversary import confirm_on_lua, schedule_of
+    from simulator.studies.contracts import contracts_study
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -61,29 +65,34 @@ def accuracy(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
         f"accuracy {size}: {len(decisions):,} decisions, {int(summary['clients'].sum()):,} clients",
         file=sys.stderr,
     )
+    contracts = contracts_study(size, progress=True)
     check = lua_check(size, 50_000 if full else 5_000, progress=True)
-    load_spec, search_spec = accuracy_sweeps(full)
-    (sweep_rows, load_points), (worst_rows, search_points) = run_sweeps(
-        (load_spec, search_spec), out_dir / "sweeps", scheduler
-    )
+    specs = accuracy_sweeps(full)
+    results = run_sweeps(specs, out_dir / "sweeps", scheduler)
+    (sweep_rows, load_points), searches = results[0], results[1:]
     # The tables as they always were: the study's columns, then the load sweep's load and kind.
     sweep = sweep_rows.drop(columns=[*load_points[0], "task"]).assign(
         load=sweep_rows["load"], kind=sweep_rows["kind"]
     )
+    # The searches: every algorithm with its defaults, then the variants; the study's columns.
+    worst_rows = pd.concat([rows for rows, _ in searches], ignore_index=True)
+    axes = {c for _, points in searches for p in points for c in p} | {"task"}
     kept = ("algorithm", "limit", "window_s")
-    worst = worst_rows.drop(columns=[c for c in [*search_points[0], "task"] if c not in kept])
+    worst = worst_rows.drop(columns=[c for c in worst_rows if c in axes and c not in kept])
     limit, window_ms = 100, 60_000
-    frames = {
+    frames = {  # the schedule chart: each algorithm's worst case with its defaults
         row.algorithm: confirm_on_lua(
             row.algorithm, schedule_of(row.algorithm, row.schedule), limit, window_ms
         )[1]
         for row in worst.itertuples()
+        if not row.params
     }
     paths: list[Path] = []
     tables = {
         "accuracy_summary.csv": with_cloudflare(summary),
         "accuracy_lua_check.csv": check,
         "accuracy_load_sweep.csv": sweep,
+        "accuracy_contracts.csv": contracts,
         "adversary_worst_cases.csv": worst,
     }
     for name, table in tables.items():
@@ -92,17 +101,21 @@ def accuracy(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
     paths += save(families_figure(summary), "accuracy_families", out_dir)
     paths += save(error_figure(decisions), "accuracy_error_distribution", out_dir)
     paths += save(load_sweep_figure(sweep), "accuracy_load_sweep", out_dir)
+    paths += save(contracts_figure(contracts), "accuracy_contracts", out_dir)
     paths += save(schedule_figure(frames, limit, window_ms), "adversary_schedule", out_dir)
     return paths
 
 
-def accuracy_sweeps(full: bool) -> tuple[Any, Any]:
-    """The two sweeps of the accuracy job: the load sweep (sliding counter against the exact log,
-    Poisson and on/off traffic, nine loads) and the adversary search for every algorithm.
+def accuracy_sweeps(full: bool) -> tuple[Any, ...]:
+    """The sweeps of the accuracy job: the load sweep (sliding counter against the exact log,
+    Poisson and on/off traffic, nine loads), the adversary search for every algorithm (users'
+    scripts included: on the Lua path, a shorter search) and for each bucket with a small burst
+    (:func:`simulator.studies.contracts.small_burst_variants`).
 
     No wall-time budget: the committed tables must not depend on how busy the machine was.
     """
     from simulator.algorithms import ALGORITHMS
+    from simulator.studies.contracts import small_burst_variants
     from simulator.sweeps import parse_spec
 
     loads = [0.25, 0.5, 0.8, 1, 1.25, 1.5, 2, 3, 4]
@@ -112,11 +125,23 @@ def accuracy_sweeps(full: bool) -> tuple[Any, Any]:
         "load": loads,
         "client_count": 200 if full else 40,
     }
-    search_grid = {"algorithm": list(ALGORITHMS), "generation_budget": 300 if full else 60}
-    return (
+    generations = 300 if full else 60
+    search_grid = {"algorithm": list(ALGORITHMS), "generation_budget": generations}
+    specs = [
         parse_spec({"name": "accuracy_load_sweep", "study": "accuracy", "grid": load_grid}),
         parse_spec({"name": "adversary_worst_cases", "study": "adversary", "grid": search_grid}),
-    )
+    ]
+    variants = small_burst_variants(100)  # the search's limit
+    if variants:  # one burst for all of them: the grid's product is the variants themselves
+        small = {
+            "algorithm": [name for _, name, _ in variants],
+            "generation_budget": generations,
+            "params": {"burst": sorted({p["burst"] for _, _, p in variants})},
+        }
+        specs.append(
+            parse_spec({"name": "adversary_small_burst", "study": "adversary", "grid": small})
+        )
+    return tuple(specs)
 
 
 def run_sweeps(specs: Any, root: Path, scheduler: Any) -> list[tuple[pd.DataFrame, list[dict]]]:
@@ -184,7 +209,7 @@ def memory(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
     """Charts from the committed memory tables (no server needed; ``memory`` measures them)."""
     from simulator.charts import save
     from simulator.charts.memory import bigkey_figure, encoding_cliff_figure, per_user_figure
-    from simulator.studies.memory import read_tables
+    from simulator.studies.memory_tables import read_tables
 
     source = out_dir if list(Path(out_dir).glob("memory_per_user_*.csv")) else DATA_DIR
     tables = read_tables(source)

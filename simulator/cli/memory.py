@@ -17,8 +17,15 @@ from urllib.parse import urlsplit
 import pandas as pd
 import redis
 
+from simulator.algorithms import ALGORITHMS
 from simulator.backends import BackendError, RedisBackend
-from simulator.cli.args import UsageError, positive_float, positive_int
+from simulator.cli.args import (
+    UsageError,
+    add_script_option,
+    algorithm_name,
+    positive_float,
+    positive_int,
+)
 from simulator.studies import bigkey, memory
 
 __all__ = ["register", "cmd_memory", "table_tag"]
@@ -67,42 +74,84 @@ def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> li
         f"stop loading at {budget_gib:g} GiB used_memory",
         file=sys.stderr,
     )
-    table, growth = memory.measure_all(
-        backend, users, int(budget_gib * GIB), server, script_users=args.script_users
-    )
+    from simulator.userscripts import user_scripts
+
+    mine = user_scripts()  # --script: each in its steady state, at the limit
+    only = tuple(args.algorithm or ())
+    every = [*memory.LAYOUTS, *(memory.Layout(n) for n in mine)]
+    layouts = [la for la in every if not only or la.algorithm in only]
+    table = growth = None
+    if not args.bigkey_only:
+        table, growth = memory.measure_all(
+            backend, users, int(budget_gib * GIB), server, layouts, script_users=args.script_users
+        )
+    chosen = only or (*bigkey.ALGORITHMS_STUDIED, *mine)
+    study = bigkey.bigkey_study(backend, decisions=args.decisions, algorithms=chosen)
     bigkeys = _stamp(
-        bigkey.bigkey_study(backend, decisions=args.decisions),
+        study,
         facts,
         server,
         "one user at exactly its limit per minute; server time = INFO commandstats evalsha",
     )
-    sweep = _stamp(
-        bigkey.encoding_sweep(backend, decisions=min(args.decisions, 300)),
-        facts,
-        server,
-        "sliding log filled to N entries; MEMORY USAGE, OBJECT ENCODING, commandstats",
-    )
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tag = table_tag(users)
-    paths = [
-        out / f"memory_per_user_{tag}.csv",
-        out / f"memory_growth_{tag}.csv",
-        out / "memory_bigkey.csv",
-        out / "memory_encoding.csv",
-    ]
-    for frame, path in zip((table, growth, bigkeys, sweep), paths, strict=True):
+    frames = (
+        {}
+        if table is None
+        else {
+            out / f"memory_per_user_{tag}.csv": table,
+            out / f"memory_growth_{tag}.csv": growth,
+        }
+    )
+    frames[out / "memory_bigkey.csv"] = bigkeys
+    if not only or "sliding_log" in only:  # the log's encoding sweep
+        frames[out / "memory_encoding.csv"] = _stamp(
+            bigkey.encoding_sweep(backend, decisions=min(args.decisions, 300)),
+            facts,
+            server,
+            "sliding log filled to N entries; MEMORY USAGE, OBJECT ENCODING, commandstats",
+        )
+    for path, frame in frames.items():
+        if only:  # the other algorithms' rows of an earlier run stay as they were
+            frame = _merged(path, frame, only)
         frame.to_csv(path, index=False)
     _print_summary(table, bigkeys)
-    return paths
+    return list(frames)
 
 
-def _print_summary(table: pd.DataFrame, bigkey: pd.DataFrame) -> None:
+def _merged(path: Path, new: pd.DataFrame, only: tuple[str, ...]) -> pd.DataFrame:
+    """The table at ``path`` (if there is one) with ``new`` in place of its rows for the
+    algorithms ``only``: a layout measured again takes its old place, a new one goes last, and
+    every other row stays as it was."""
+    if not path.exists():
+        return new
+    old = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    key = [c for c in ("algorithm", "state", "limit", "id_format") if c in old and c in new]
+    if "algorithm" not in key:
+        return new
+
+    def groups(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+        ids = frame[key].astype(str).apply(tuple, axis=1)
+        return {k: frame[ids == k] for k in dict.fromkeys(ids)}
+
+    fresh = groups(new)
+    parts = []
+    for k, rows in groups(old).items():
+        if k in fresh:
+            parts.append(fresh.pop(k))
+        elif rows["algorithm"].iloc[0] not in only:
+            parts.append(rows)
+    parts += fresh.values()
+    return pd.concat(parts, ignore_index=True)
+
+
+def _print_summary(table: pd.DataFrame | None, bigkey: pd.DataFrame) -> None:
     print(
         f"{'algorithm':<16}{'state':<7}{'limit':>6} {'ids':<11}{'MEMORY USAGE':>13}"
         f"{'used_memory/user':>17}{'users':>10}{'total at 5M':>14}  encoding"
     )
-    for r in table.itertuples():
+    for r in () if table is None else table.itertuples():
         print(
             f"{r.algorithm:<16}{r.state:<7}{r.limit:>6} {r.id_format or '-':<11}"
             f"{r.memory_usage_bytes_per_user:>11} B{r.bytes_per_user_used_memory:>13.1f} B"
@@ -211,5 +260,22 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="timed decisions per point of the big-key study (count; default 1000)",
     )
+    p.add_argument(
+        "--algorithm",
+        action="append",
+        type=algorithm_name,
+        default=None,
+        metavar="NAME",
+        help="measure only this algorithm (repeatable; default: all of "
+        f"{', '.join(ALGORITHMS)}); its rows replace its earlier ones in the tables, the other "
+        "algorithms' rows are kept",
+    )
+    p.add_argument(
+        "--bigkey-only",
+        action="store_true",
+        help="run only the big-key study (bytes per user and server us per decision at 5, 100 "
+        "and 10,000 requests/min, all algorithms in one run) and the log's encoding sweep",
+    )
     p.add_argument("--out-dir", default="data", metavar="DIR", help="output folder (default data)")
+    add_script_option(p)
     p.set_defaults(func=cmd_memory)

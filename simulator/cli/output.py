@@ -26,13 +26,23 @@ import os
 import stat
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from simulator.model import Row
+from simulator.records import http_headers
 from simulator.spool import Spool
 
-__all__ = ["HEADER", "OutputError", "check_output", "DecisionCsv", "StopCheck"]
+__all__ = [
+    "HEADER",
+    "HEADER_FIELDS",
+    "HeaderColumns",
+    "OutputError",
+    "check_output",
+    "DecisionCsv",
+    "StopCheck",
+]
 
 #: Columns of the replay output; ``line`` is the request's row in the input (from 1).
 HEADER = (
@@ -95,13 +105,50 @@ def check_output(out: Path | None, trace: Path) -> None:
 
 
 def _line(row: Row) -> tuple[Any, ...]:
-    position, client, t_ms, d = row
+    position, client, t_ms, d, _ = row
     retry = "" if d.allowed else d.retry_after_ms
     return (position + 1, t_ms, client, int(d.allowed), float(d.count), d.limit) + (
         d.remaining,
         d.reset_ms,
         retry,
     )
+
+
+def _line_with_cost(row: Row) -> tuple[Any, ...]:
+    line = _line(row)
+    return (*line[:3], row[4], *line[3:])
+
+
+#: The header fields ``--headers`` adds as columns, per style.
+HEADER_FIELDS = {
+    "draft": ("RateLimit-Policy", "RateLimit", "Retry-After"),
+    "legacy": ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"),
+    "both": (
+        "RateLimit-Policy",
+        "RateLimit",
+        "RateLimit-Limit",
+        "RateLimit-Remaining",
+        "RateLimit-Reset",
+        "Retry-After",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class HeaderColumns:
+    """The header fields to write beside each decision (``--headers``) and what they need."""
+
+    style: str
+    policy: str
+    window_ms: int
+    rate_limit: int
+
+    def names(self) -> tuple[str, ...]:
+        return HEADER_FIELDS[self.style]
+
+    def values(self, row: Row) -> tuple[str, ...]:
+        fields = http_headers(row[3], self.style, self.window_ms, self.rate_limit, self.policy)
+        return tuple(fields.get(name, "") for name in self.names())
 
 
 class DecisionCsv:
@@ -118,8 +165,18 @@ class DecisionCsv:
         in_input_order: bool,
         stop: StopCheck | None = None,
         workdir: str | Path | None = None,
+        costs: bool = False,
+        headers: HeaderColumns | None = None,
     ) -> None:
         self.stop = stop
+        # A trace with a cost column gets one in the output too, after the client.
+        to_line = _line_with_cost if costs else _line
+        header = (*HEADER[:3], "cost", *HEADER[3:]) if costs else HEADER
+        if headers is not None:
+            header = (*header, *headers.names())
+            self._to_line: Any = lambda row: to_line(row) + headers.values(row)
+        else:
+            self._to_line = to_line
         self.path = None if out is None or str(out) == "-" else out
         self.where = "standard output" if self.path is None else str(self.path)
         if self.path is None:
@@ -145,7 +202,7 @@ class DecisionCsv:
         self._good_bytes = 0  # the file's size after the last complete write
         self._broken = False
         self.written = 0
-        self._csv.writerow(HEADER)
+        self._csv.writerow(header)
         self._flush(0)
 
     def _flush(self, rows: int) -> None:
@@ -185,7 +242,7 @@ class DecisionCsv:
             self._flush(len(part))
 
     def __call__(self, rows: list[Row]) -> None:
-        lines = list(map(_line, rows))
+        lines = list(map(self._to_line, rows))
         if self._spool is None:
             self._write(lines)
         else:

@@ -14,11 +14,13 @@ from simulator.cli.args import (
     add_backend_options,
     add_limit_options,
     add_param_option,
+    add_script_option,
     algorithm_name,
     params_for,
     positive_int,
     print_time_notes,
 )
+from simulator.records import HEADER_STYLES
 
 __all__ = ["register", "cmd_replay"]
 
@@ -62,6 +64,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
     from tqdm import tqdm
 
+    from simulator.cli.output import HeaderColumns
     from simulator.cli.runs import (
         DecisionCsv,
         KeyGroup,
@@ -75,7 +78,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     from simulator.cli.tally import ReplayTally
     from simulator.playback import replay_requests
     from simulator.realtime import needs_real_time
-    from simulator.traces import scan_trace
+    from simulator.trace_scan import scan_trace
 
     with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
@@ -116,7 +119,12 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             tally = ReplayTally()
             complete = False
             try:
-                sink = DecisionCsv(args.out, scan.in_order, stop, workdir)
+                headers = None
+                if args.headers is not None:
+                    headers = HeaderColumns(args.headers, args.algorithm, window_ms, args.limit)
+                sink = DecisionCsv(
+                    args.out, scan.in_order, stop, workdir, costs=scan.costs, headers=headers
+                )
 
                 def on_rows(rows: list[Any]) -> None:
                     tally(rows)
@@ -163,8 +171,9 @@ def register(sub: Any) -> None:
         "trace",
         type=Path,
         metavar="TRACE",
-        help="CSV with header t_ms,client (whole ms, any origin, from 0 to 2^52-1; a decimal "
-        "such as 12.5 is floored), or an access log with --format clf",
+        help="CSV with header t_ms,client[,cost] (whole ms, any origin, from 0 to 2^52-1; a "
+        "decimal such as 12.5 is floored; cost: what each request counts, a whole number >= 1, "
+        "default 1), or an access log with --format clf",
     )
     p.add_argument(
         "--algorithm", type=algorithm_name, required=True, help=f"one of: {', '.join(ALGORITHMS)}"
@@ -185,6 +194,15 @@ def register(sub: Any) -> None:
         "early, every decision made so far is in it. Checked before the run: a missing folder, "
         "a folder, a file that cannot be written or the trace itself is refused",
     )
+    p.add_argument(
+        "--headers",
+        choices=HEADER_STYLES,
+        default=None,
+        help="also write the response header fields each client would have read, as columns "
+        "(seconds, rounded up): draft = RateLimit-Policy and RateLimit "
+        "(draft-ietf-httpapi-ratelimit-headers-11), legacy = RateLimit-Limit/-Remaining/-Reset, "
+        "or both; Retry-After with each on a refusal",
+    )
     add_param_option(p)
     add_backend_options(p)
     p.add_argument(
@@ -195,4 +213,5 @@ def register(sub: Any) -> None:
         help="on a real server, requests sent per pipeline (default 1000; 1 = one round trip "
         "per decision); decisions are the same either way",
     )
+    add_script_option(p)
     p.set_defaults(func=cmd_replay)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from simulator.cli.args import add_scheduler_options
+from simulator.cli.args import add_scheduler_options, add_script_option
 
 __all__ = ["register", "cmd_sweep"]
 
@@ -59,4 +59,5 @@ def register(sub: Any) -> None:
         "--list", action="store_true", help="print the grid points and stop (nothing runs)"
     )
     add_scheduler_options(p)
+    add_script_option(p)  # a spec may name it as an algorithm; its tasks carry it to the workers
     p.set_defaults(func=cmd_sweep)

@@ -208,7 +208,7 @@ def lua_agreement(
     limit: int,
     window_ms: int,
     min_decisions: int,
-    algorithms: tuple[str, ...] = ("sliding_counter", "sliding_log"),
+    algorithms: tuple[str, ...] | None = None,
     seed: int = 0,
     on_progress: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
@@ -223,6 +223,10 @@ def lua_agreement(
     upto = int(np.searchsorted(np.cumsum(sizes[picked].to_numpy()), min_decisions)) + 1
     sample = trace[trace["client"].astype(str).isin(set(picked[:upto]))].reset_index(drop=True)
     rows = []
+    if algorithms is None:  # every algorithm with a bulk kernel
+        from simulator.algorithms import BULK
+
+        algorithms = tuple(BULK)
     for algorithm in algorithms:
         lua = replay(sample, algorithm, limit, window_ms, on_progress=on_progress)
         fast = decide_trace(sample, algorithm, limit, window_ms)

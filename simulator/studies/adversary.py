@@ -2,14 +2,8 @@
 
 A limit of L per W promises that no client gets much more than L requests through in any trailing
 window (t - W, t]. Each algorithm keeps that promise differently, and each has a schedule that
-stretches it furthest. Two hand-made adversaries know the window length and the clock grid:
-
-    SeamTimer    L requests 1 ms before a grid seam and L right on it (the aligned window's 2x)
-    EndBunching  L requests at the very end of one grid window and L again at the end of the next,
-                 1 ms earlier, so both bursts sit in one trailing window (the counter's estimate
-                 assumes last window's requests were spread evenly; here they were not)
-
-and :func:`search` finds schedules without being told: a seeded evolutionary search over burst
+stretches it furthest. Two hand-made adversaries (:mod:`simulator.studies.adversaries`) know the
+window length and the clock grid, and :func:`search` finds schedules without being told: a seeded evolutionary search over burst
 schedules (a few bursts, each ``n`` requests at one millisecond) whose fitness is the most requests
 admitted in any (t - W, t], judged by the bulk reference (:mod:`simulator.fastref`). Mutations
 move bursts by small and large steps, onto the grid (the adversary knows W), onto another burst's
@@ -21,22 +15,23 @@ the real scripts on the virtual clock (:func:`confirm_on_lua`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from simulator.clients import burst_at, register_process
-from simulator.fastref import decide_any
+from simulator.algorithms import BULK
+from simulator.fastref import decide_bulk
 from simulator.metrics import max_in_window, trailing_admitted
 from simulator.model import simulate
 from simulator.scenario import ClientSpec, ConfigError, Scenario
+from simulator.studies.adversaries import Burst, BurstSchedule, hand_made, schedule_of
+
+#: Generations of the search for an algorithm without a bulk kernel (a user's script).
+LUA_GENERATIONS = 8
 
 __all__ = [
-    "BurstSchedule",
-    "SeamTimer",
-    "EndBunching",
     "peak_admitted",
     "SearchConfig",
     "SearchResult",
@@ -47,61 +42,6 @@ __all__ = [
     "schedule_of",
 ]
 
-Burst = tuple[int, int]  # (at_ms, n)
-
-
-@dataclass(frozen=True)
-class BurstSchedule(ClientSpec):
-    """``n[i]`` requests at millisecond ``at_ms[i]``."""
-
-    at_ms: tuple[int, ...] = ()
-    n: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if len(self.at_ms) != len(self.n):
-            raise ConfigError("BurstSchedule.n: needs one count per time in at_ms")
-        if any(not isinstance(t, int) or t < 0 for t in self.at_ms):
-            raise ConfigError(f"BurstSchedule.at_ms: must be integers >= 0, got {self.at_ms!r}")
-        if any(not isinstance(k, int) or k < 1 for k in self.n):
-            raise ConfigError(f"BurstSchedule.n: must be integers >= 1, got {self.n!r}")
-
-    def bursts(self) -> list[Burst]:
-        return sorted(zip(self.at_ms, self.n, strict=True))
-
-
-@dataclass(frozen=True)
-class SeamTimer(ClientSpec):
-    """``n`` requests ``before_ms`` before grid seam ``seam`` (a multiple of W) and ``n`` on it."""
-
-    window_ms: int = 60_000
-    n: int = 100
-    seam: int = 1
-    before_ms: int = 1
-
-    def bursts(self) -> list[Burst]:
-        at = self.seam * self.window_ms
-        return [(at - self.before_ms, self.n), (at, self.n)]
-
-
-@dataclass(frozen=True)
-class EndBunching(ClientSpec):
-    """``n`` requests at the end of each of ``windows`` grid windows, each 1 ms earlier than the
-    last (``lead_ms + k`` before the end of window k), so consecutive bursts are < W apart."""
-
-    window_ms: int = 60_000
-    n: int = 100
-    windows: int = 2
-    lead_ms: int = 1
-
-    def bursts(self) -> list[Burst]:
-        w = self.window_ms
-        return [((k + 1) * w - self.lead_ms - k, self.n) for k in range(self.windows)]
-
-
-for _spec in (BurstSchedule, SeamTimer, EndBunching):
-    register_process(_spec, burst_at, reacts=False)  # the same player as BurstAt's
-
 
 def peak_admitted(
     algorithm: str,
@@ -111,14 +51,25 @@ def peak_admitted(
     params: Mapping[str, float] | None = None,
 ) -> tuple[int, int]:
     """Most requests of one client admitted in any (t - W, t], and the first t where it happens
-    (``params``: the algorithm's own parameters)."""
+    (``params``: the algorithm's own, e.g. a bucket's burst)."""
     if not bursts:
         return 0, 0
     at = np.array([b[0] for b in bursts], dtype="int64")
     n = np.array([b[1] for b in bursts], dtype="int64")
     t = np.repeat(at, n)
-    bulk = decide_any(algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms, params)
-    adm = t[bulk.allowed]
+    if algorithm in BULK:
+        allowed = decide_bulk(
+            algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms, params=params
+        ).allowed
+    else:  # a user's script: no bulk kernel, so the Lua path on the fake server
+        spec = BurstSchedule("search", tuple(int(x) for x in at), tuple(int(k) for k in n))
+        frame = simulate(
+            Scenario(
+                algorithm, limit, window_ms, int(at.max()) + 1, (spec,), params=dict(params or {})
+            )
+        )
+        allowed = frame.sort_values("t_ms", kind="stable")["allowed"].to_numpy()
+    adm = t[allowed]
     if len(adm) == 0:
         return 0, 0
     one = np.zeros(len(adm), dtype="int64")  # one client; its admitted requests, in order
@@ -191,7 +142,10 @@ def search(
     def fitness(ind: list[Burst]) -> tuple[int, int]:
         key = tuple(ind)
         if key not in cache:  # most admitted first; fewer requests sent breaks ties
-            cache[key] = (peak_admitted(algorithm, ind, L, w, params)[0], -sum(n for _, n in ind))
+            cache[key] = (
+                peak_admitted(algorithm, ind, L, w, params)[0],
+                -sum(n for _, n in ind),
+            )
         return cache[key]
 
     def random_one() -> list[Burst]:
@@ -312,18 +266,26 @@ def confirm_on_lua(
     return int(max_in_window(frame, window_ms).iloc[0]), frame
 
 
+#: An algorithm with some of its own parameters set: (label, algorithm, params).
+Variant = tuple[str, str, Mapping[str, float]]
+
+
 def worst_cases(
     algorithms: tuple[str, ...],
     config: SearchConfig = SearchConfig(),
     on_algorithm: Callable[[str], None] | None = None,
+    variants: Sequence[Variant] = (),
 ) -> tuple[pd.DataFrame, dict[str, SearchResult]]:
-    """Per algorithm: the hand-made adversaries and the search, each confirmed on the Lua path."""
+    """Per algorithm (each with its defaults, then each variant, e.g. a bucket with a small
+    burst): the hand-made adversaries and the search, each confirmed on the Lua path. Results
+    are keyed by the algorithm's name or the variant's label."""
     rows, results = [], {}
-    for algorithm in algorithms:
-        row, results[algorithm] = worst_case(algorithm, config)
+    runs: list[Variant] = [(a, a, {}) for a in algorithms] + list(variants)
+    for label, algorithm, params in runs:
+        row, results[label] = worst_case(algorithm, config, params)
         rows.append(row)
         if on_algorithm is not None:
-            on_algorithm(algorithm)
+            on_algorithm(label)
     return pd.DataFrame(rows), results
 
 
@@ -332,15 +294,16 @@ def worst_case(
     config: SearchConfig = SearchConfig(),
     params: Mapping[str, float] | None = None,
 ) -> tuple[dict, SearchResult]:
-    """One algorithm's row of :func:`worst_cases` (a sweep's task) and its search result."""
-    L, w = config.limit, config.window_ms
-    named: dict[str, SeamTimer | EndBunching] = {
-        "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
-        "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
-    }
+    """One row of :func:`worst_cases` (a sweep's task) and its search result."""
+    L, w, params = config.limit, config.window_ms, dict(params or {})
+    # A user's script runs on the Lua path (a few ms per schedule): a shorter search.
+    lua_only = algorithm not in BULK
+    if lua_only:
+        config = replace(config, generations=min(config.generations, LUA_GENERATIONS))
     result = search(algorithm, config, params=params)
-    row: dict = {"algorithm": algorithm, "limit": L, "window_s": w / 1000}
-    for name, spec in named.items():
+    own = " ".join(f"{k}={v:g}" for k, v in params.items())
+    row: dict = {"algorithm": algorithm, "params": own, "limit": L, "window_s": w / 1000}
+    for name, spec in hand_made(L, w, int(params.get("burst", L))).items():
         row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w, params)[0]
     lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w, params)
     row |= {
@@ -350,13 +313,6 @@ def worst_case(
         "schedule": " ".join(f"{n}@{t}ms" for t, n in result.schedule.bursts()),
         "evaluations": result.evaluations,
         "generations": result.generations,
+        "searched_on": "lua (no bulk kernel)" if lua_only else "bulk kernel",
     }
     return row, result
-
-
-def schedule_of(algorithm: str, text: str) -> BurstSchedule:
-    """The schedule a row of :func:`worst_cases` names (``100@59999ms 100@119998ms``)."""
-    bursts = [part.removesuffix("ms").split("@") for part in text.split()]
-    return BurstSchedule(
-        f"search-{algorithm}", tuple(int(t) for _, t in bursts), tuple(int(n) for n, _ in bursts)
-    )

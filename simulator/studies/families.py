@@ -2,9 +2,9 @@
 
 Each family is a crowd of clients that send whether or not they are admitted (offered traffic, not
 a closed loop), so the same arrival times can be fed to two limiters independently. A family is a
-frozen :class:`Family`; :func:`offered` draws its trace - ``t_ms`` (integer ms), ``client`` - with
-one random generator per client spawned from the family's seed, so a client's arrivals do not
-change when other clients are added. ``load`` is the mean client's offered rate in units of the
+frozen :class:`Family`; :func:`offered` draws its trace - ``t_ms`` (integer ms), ``client`` - from
+the shapes in :mod:`simulator.traffic`, with one random generator per client spawned from the
+family's seed, so a client's arrivals do not change when other clients are added. ``load`` is the mean client's offered rate in units of the
 limit (1.0 = exactly ``limit`` requests per window).
 
     poisson_under  steady Poisson at 0.8x the limit: the easy case
@@ -25,6 +25,7 @@ import pandas as pd
 from simulator.paths import APACHE_LOG
 from simulator.scenario import ConfigError
 from simulator.traces import read_clf_trace
+from simulator.traffic import diurnal_times, on_off_times, poisson_by_count
 
 __all__ = ["Family", "KINDS", "SIZES", "families", "offered", "APACHE_LOG"]
 
@@ -83,31 +84,6 @@ def families(size: str = "default", seed: int = 0) -> tuple[Family, ...]:
     )
 
 
-def _poisson_times(rng: np.random.Generator, rate_per_ms: float, duration_ms: int) -> np.ndarray:
-    k = rng.poisson(rate_per_ms * duration_ms)
-    return np.sort(rng.uniform(0, duration_ms, k))
-
-
-def _on_off_times(rng: np.random.Generator, f: Family) -> np.ndarray:
-    # 12 s on at 5x the mean rate, 48 s off; each client starts at its own phase.
-    on_ms, period_ms = 12_000, 60_000
-    on_time = _poisson_times(
-        rng, f.rate_per_ms * period_ms / on_ms, f.duration_ms * on_ms // period_ms + on_ms
-    )
-    phase = rng.uniform(0, period_ms)
-    t = (on_time // on_ms) * period_ms + on_time % on_ms + phase - period_ms
-    return t[(t >= 0) & (t < f.duration_ms)]
-
-
-def _diurnal_times(rng: np.random.Generator, f: Family) -> np.ndarray:
-    # A day compressed into the run: rate(t) = mean * (1 - 0.9 cos(2 pi t / duration)), by thinning.
-    peak = f.rate_per_ms * 1.9
-    t = _poisson_times(rng, peak, f.duration_ms)
-    shift = rng.uniform(-0.05, 0.05) * f.duration_ms  # clients do not all peak at the same second
-    rate = f.rate_per_ms * (1 - 0.9 * np.cos(2 * np.pi * (t + shift) / f.duration_ms))
-    return t[rng.uniform(0, peak, len(t)) < rate]
-
-
 def offered(f: Family) -> pd.DataFrame:
     """The family's offered traffic: columns ``t_ms`` (int64 ms) and ``client`` (string)."""
     if f.kind == "apache_log":
@@ -118,13 +94,13 @@ def offered(f: Family) -> pd.DataFrame:
     parts: list[np.ndarray] = []
     for i, rng in enumerate(rngs):
         if f.kind == "poisson":
-            t = _poisson_times(rng, f.rate_per_ms, f.duration_ms)
-        elif f.kind == "on_off":
-            t = _on_off_times(rng, f)
+            t = poisson_by_count(rng, f.rate_per_ms, f.duration_ms)
+        elif f.kind == "on_off":  # 12 s on at 5x the mean rate, 48 s off
+            t = on_off_times(rng, f.rate_per_ms, f.duration_ms, on_ms=12_000, period_ms=60_000)
         elif f.kind == "diurnal":
-            t = _diurnal_times(rng, f)
+            t = diurnal_times(rng, f.rate_per_ms, f.duration_ms)
         else:  # zipf: client i (rank i + 1) offers load / rank times the limit
-            t = _poisson_times(rng, f.rate_per_ms / (i + 1), f.duration_ms)
+            t = poisson_by_count(rng, f.rate_per_ms / (i + 1), f.duration_ms)
         parts.append(t)
     sizes = np.array([len(p) for p in parts])
     t_all = np.floor(np.concatenate(parts)).astype("int64") if parts else np.empty(0, "int64")

@@ -9,7 +9,8 @@ cloned under many users' keys (``DUMP`` once, ``RESTORE`` in a server-side Lua l
 server's ``used_memory`` is sampled, and a straight line through those samples gives bytes per
 user. A smaller set of users built by the scripts themselves checks that the clones are faithful.
 Where the memory budget does not hold all the users the total is extrapolated from the line, and
-the row says so. The big-key study is :mod:`simulator.studies.bigkey`.
+the row says so. The big-key study is :mod:`simulator.studies.bigkey`; the tables a run wrote are
+read back, and set beside the whiteboard sum, by :mod:`simulator.studies.memory_tables`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,9 +51,6 @@ __all__ = [
     "build_users",
     "measure_layout",
     "measure_all",
-    "whiteboard",
-    "read_tables",
-    "compare",
 ]
 
 TARGET_USERS = 5_000_000
@@ -109,18 +106,23 @@ def _layouts() -> tuple[Layout, ...]:
     return tuple(out)
 
 
-#: The layouts measured: every algorithm's, then the log and the counter at 10,000 per minute
-#: (the big key the card warns about, and the counter it recommends instead).
+#: The layouts measured: every algorithm's, then at 10,000 per minute the log (the big key the
+#: card warns about) and the counter and the buckets it recommends instead.
 LAYOUTS: tuple[Layout, ...] = (
     *_layouts(),
     Layout("sliding_log", limit=10_000, id_format="now_ms-seq"),
     Layout("sliding_counter", limit=10_000),
+    Layout("token_bucket", limit=10_000),
+    Layout("gcra", limit=10_000),
 )
 
 
 def _request_times(layout: Layout, now_ms: int) -> list[int]:
     """``limit`` requests spread evenly over each window that builds the state."""
     w, step = layout.window_ms, layout.window_ms / layout.limit
+    if layout.model.drained:  # a bucket: its burst (the limit) at once, then one per token
+        start = now_ms - w + 1
+        return [start] * layout.limit + [start + round((i + 1) * step) for i in range(layout.limit)]
     if layout.model.trailing:  # e.g. the log's window is (now - W, now]
         return [now_ms - w + round((i + 1) * step) for i in range(layout.limit)]
     first = (now_ms // w - layout.windows + 1) * w
@@ -165,7 +167,8 @@ def build_users(
             for t_ms in times:
                 script, keys, args = limiter.call(client, t_ms)
                 if layout.id_format == "uuid4":
-                    args = (*args[:3], str(uuid.UUID(bytes=rng.bytes(16), version=4)))
+                    member = str(uuid.UUID(bytes=rng.bytes(16), version=4))
+                    args = (*args[:3], member, *args[4:])  # the request id swapped, cost kept
                 calls.append((script, keys, args))
         _pipelined(backend, calls)
     if layout.state == "idle":  # long after the last request: what expires has expired
@@ -263,72 +266,3 @@ def measure_all(
     table.insert(0, "server_version", facts["server_version"])
     table.insert(0, "server", server)
     return table, pd.concat(growth, ignore_index=True)
-
-
-def whiteboard(limit: int = 100, users: int = TARGET_USERS, key_bytes: int = 30) -> pd.DataFrame:
-    """The arithmetic a candidate does: payload bytes only, no per-key or per-entry overhead.
-
-    Each algorithm's sum is in its record (``memory.whiteboard``): a counter is a key name and an
-    8-byte integer, the log holds ``limit`` entries of an 8-byte score and a ~16-byte request id.
-    The gap between these and the measured figures is the server's overhead.
-    """
-    per_user = {
-        name: cls.memory.whiteboard(limit, key_bytes)
-        for name, cls in ALGORITHMS.items()
-        if cls.memory is not None
-    }
-    frame = pd.DataFrame(
-        {"algorithm": list(per_user), "whiteboard_bytes_per_user": list(per_user.values())}
-    )
-    frame["whiteboard_total_bytes"] = frame["whiteboard_bytes_per_user"] * users
-    return frame
-
-
-# --- reading the committed tables ------------------------------------------------------------
-def read_tables(data_dir: str | Path) -> dict[str, pd.DataFrame]:
-    """The tables a ``memory`` run wrote: the per-user table with the most users measured, its
-    ``used_memory`` samples, the big-key study and the encoding sweep. Needs no server."""
-    data = Path(data_dir)
-    files = sorted(data.glob("memory_per_user_*.csv"))
-    if not files:
-        raise FileNotFoundError(
-            f"no memory_per_user_*.csv in {data}: run python -m simulator memory"
-        )
-    tables = {f: pd.read_csv(f, keep_default_na=False, na_values=[""]) for f in files}
-    best = max(tables, key=lambda f: int(tables[f]["users_measured"].max()))
-    per_user = tables[best].fillna({"id_format": ""})
-    growth = data / best.name.replace("memory_per_user_", "memory_growth_")
-    return {
-        "per_user": per_user,
-        "growth": pd.read_csv(growth).fillna({"id_format": ""}),
-        "bigkey": pd.read_csv(data / "memory_bigkey.csv"),
-        "encoding": pd.read_csv(data / "memory_encoding.csv"),
-    }
-
-
-def compare(per_user: pd.DataFrame, limit: int = 100) -> pd.DataFrame:
-    """Whiteboard beside measurement, one row per algorithm, steady state and worst moment."""
-    rows = per_user[
-        (per_user["limit"] == limit) & (per_user["id_format"].isin(["", ID_FORMATS[0]]))
-    ]
-    steady = rows[rows["state"] == "steady"].set_index("algorithm")
-    worst = rows.groupby("algorithm")["bytes_per_user_used_memory"].max()
-    board = whiteboard(limit).set_index("algorithm")
-    out = pd.DataFrame(
-        {
-            "whiteboard_bytes_per_user": board["whiteboard_bytes_per_user"],
-            "memory_usage_bytes_per_user": steady["memory_usage_bytes_per_user"],
-            "bytes_per_user_used_memory": steady["bytes_per_user_used_memory"],
-            "worst_moment_bytes_per_user": worst,
-            "encoding": steady["encoding"],
-            "whiteboard_total_gb": board["whiteboard_total_bytes"] / 1e9,
-            "total_at_5m_gb": steady["total_at_5m_bytes"] / 1e9,
-            "worst_total_at_5m_gb": rows.groupby("algorithm")["total_at_5m_bytes"].max() / 1e9,
-            "total_at_5m_source": steady["total_at_5m_source"],
-            "users_measured": steady["users_measured"],
-        }
-    ).reindex(list(board.index))
-    out["measured_over_whiteboard"] = (
-        out["bytes_per_user_used_memory"] / out["whiteboard_bytes_per_user"]
-    ).round(2)
-    return out

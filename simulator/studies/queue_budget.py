@@ -36,6 +36,7 @@ from simulator.model import run_id_for
 from simulator.studies import telemetry
 from simulator.studies.dequeue_budgets import LocalBudget, ServerBudget, SplitBudget, WorkerDied
 from simulator.studies.queue_scenario import SHARED_QUEUE, QueueScenario, Room
+from simulator.traffic import poisson_gaps
 
 __all__ = [
     "Room",
@@ -135,11 +136,8 @@ def _arrivals(scenario: QueueScenario) -> tuple[np.ndarray, np.ndarray]:
         if room.rate_per_s == 0:
             continue
         rng = np.random.default_rng(seed)
-        n = int(room.rate_per_s * scenario.duration_ms / 1000 * 1.5) + 20
-        t = np.cumsum(rng.exponential(1000.0 / room.rate_per_s, n))
-        while t[-1] < scenario.duration_ms:
-            t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(1000.0 / room.rate_per_s, n))])
-        t = np.floor(t[t < scenario.duration_ms]).astype("int64")
+        t = poisson_gaps(rng, 1000.0 / room.rate_per_s, scenario.duration_ms)
+        t = np.floor(t).astype("int64")
         times.append(t)
         rooms.append(np.full(len(t), i, dtype="int64"))
     if not times:

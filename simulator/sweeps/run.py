@@ -97,7 +97,9 @@ def run_sweep(
     )
     if not todo:
         return outcome
-    jobs = [(spec.study, tasks[i], points[i]) for i in todo]
+    from simulator.userscripts.shipping import shipped
+
+    jobs = [(spec.study, tasks[i], points[i], shipped(points[i]["algorithm"])) for i in todo]
     with (
         dask_client(scheduler, workers) as client,
         tqdm(

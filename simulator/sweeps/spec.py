@@ -154,6 +154,7 @@ def _iter_points(spec: SweepSpec, limit: int | None = None) -> Any:
     from simulator.algorithms import ALGORITHMS
     from simulator.algorithms.base import own_params
     from simulator.sweeps.studies import STUDIES
+    from simulator.userscripts.shipping import digest
 
     study = STUDIES[spec.study]
     others = [n for n in spec.grid if n != "algorithm"]
@@ -175,6 +176,8 @@ def _iter_points(spec: SweepSpec, limit: int | None = None) -> Any:
                         window_ms,
                     )
                 full = point | {f"param_{n}": v for n, v in given.items()}
+                if (sha := digest(algorithm)) is not None:  # a user's script: which version
+                    full["script_sha"] = sha
                 yield study.derive(full, spec) if study.derive else full
                 count += 1
                 if limit is not None and count >= limit:

@@ -9,8 +9,13 @@
 The memory study is not here: it measures one real server at a time. Each task returns its rows
 with the grid point's parameters as columns (an algorithm's own parameter ``burst`` as
 ``param_burst``) and the task's id; the accuracy and adversary studies decide with the bulk
-kernels, or with an algorithm's reference where it has its own parameters or no kernel. No task
-has a wall-time budget: a sweep's results never depend on how busy its workers were.
+kernels (with the algorithm's own parameters), and an algorithm without one (a user's script) on
+its script on a fake server: the Lua path, slower, and the adversary search then runs
+:data:`~simulator.studies.adversary.LUA_GENERATIONS` generations at most (``searched_on`` says
+which). A user's script travels with its tasks to the workers, which register it
+(:mod:`simulator.userscripts.shipping`); its points carry ``script_sha``, the version of the
+script. No task has a wall-time budget: a sweep's results never depend on how busy its workers
+were.
 
 In the accuracy study each load of the list draws its own traffic: the family's seed is
 ``seed + i`` for the i-th load (``traffic_seed`` in the dataset), as the load sweep of
@@ -58,20 +63,6 @@ def _algorithm(owner: str, name: str, value: Any) -> str:
     return value
 
 
-def _decidable(owner: str, name: str, value: Any) -> str:
-    """An algorithm the bulk studies can decide: it has a kernel or a reference."""
-    from simulator.algorithms import ALGORITHMS
-
-    algorithm = _algorithm(owner, name, value)
-    cls = ALGORITHMS[algorithm]
-    if cls.bulk is None and getattr(cls, "reference", None) is None:
-        raise ConfigError(
-            f"{owner}.{name}: {algorithm} has neither a bulk kernel nor a reference to decide "
-            "a whole trace with; the burst study runs it on its script"
-        )
-    return algorithm
-
-
 def _int(lo: int, hi: int | None = None) -> Callable[[str, str, Any], int]:
     return lambda owner, name, value: check_int(owner, name, value, lo, hi)
 
@@ -98,7 +89,7 @@ def _kind(owner: str, name: str, value: Any) -> str:
     return str(value)
 
 
-_ALGORITHM = Axis("algorithm", _decidable, "all")
+_ALGORITHM = Axis("algorithm", _algorithm, "all")
 _LIMIT = Axis("limit", _int(1, MAX_LIMIT), 100)
 _WINDOW = Axis("window_s", _seconds(True, MAX_WINDOW_MS / 1000), 60.0)
 _SEED = Axis("seed", _int(0), 0)
@@ -215,12 +206,15 @@ STUDIES: dict[str, Study] = {
 }
 
 
-def run_point(job: tuple[str, str, dict[str, Any]]) -> tuple[pd.DataFrame, str]:
-    """One task, on a worker: ``(study, task id, point)`` -> its rows with the point's
-    parameters and the task id as columns, and the fingerprint of the code that made them."""
+def run_point(job: tuple[str, str, dict[str, Any], Any]) -> tuple[pd.DataFrame, str]:
+    """One task, on a worker: ``(study, task id, point, the user's script the point's algorithm
+    is or None)`` -> its rows with the point's parameters and the task id as columns, and the
+    fingerprint of the code that made them."""
     from simulator.sweeps.dataset import code_fingerprint
+    from simulator.userscripts.shipping import install
 
-    study, task, point = job
+    study, task, point, script = job
+    install(script)
     rows = STUDIES[study].run(point)
     for name, value in point.items():
         rows[name] = value

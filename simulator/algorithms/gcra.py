@@ -1,0 +1,114 @@
+"""GCRA: the generic cell rate algorithm, one theoretical arrival time per client.
+
+go-redis/redis_rate and redis-cell implement it; nginx's ``limit_req`` leaky bucket is the same
+meter. Requests are spaced ``T = W / limit`` apart on a schedule a client may run ahead of by
+``tau = burst x T``: the key holds the time the schedule says the next request is due (``tat``).
+As a meter it is the token bucket's twin (same ``burst + limit`` in any window); it differs in
+what it stores (one number, nothing on a refusal) and in that the state is a time, not a level.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Param, Reference
+from simulator.keys import hash_tag
+from simulator.records import Decision
+
+__all__ = ["GCRA", "GCRARef", "BURST"]
+
+#: Requests that may come at once (default: the limit).
+BURST = Param("burst", lambda limit, window_ms: limit, unit="requests", minimum=1, integer=True)
+
+
+def _step(
+    tat: float, now: int, cost: int, burst: int, interval: float, tau: float
+) -> tuple[bool, float, int, int, int, float]:
+    """One request, as the script does it: (allowed, level, remaining, reset, retry, new tat)."""
+    if tat < now:
+        tat = now
+    level = (tau - (tat - now)) / interval
+    new_tat = tat + cost * interval
+    allow_at = new_tat - tau
+    if cost > burst:
+        return False, level, 0, math.ceil(tat - now), NEVER, tat
+    if now < allow_at:
+        return False, level, 0, math.ceil(tat - now), math.ceil(allow_at - now), tat
+    remaining = math.floor((now - allow_at) / interval)
+    return True, level, remaining, math.ceil(new_tat - now), 0, new_tat
+
+
+class GCRARef(Reference):
+    name = "gcra"
+    params_declared = (BURST,)
+
+    def __init__(self, limit: int, window_ms: int, **params: object) -> None:
+        super().__init__(limit, window_ms, **params)
+        self.burst = int(self.params["burst"])
+        self.interval = window_ms / limit
+        self.tau = self.burst * self.interval
+        self.tats: dict[str, tuple[float, int]] = {}  # client -> (tat, expire_at)
+
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
+        tat, expire_at = self.tats.get(client, (float(now_ms), -1))
+        if expire_at < now_ms:  # gone: the script reads now
+            tat = float(now_ms)
+        allowed, level, remaining, reset, retry, new_tat = _step(
+            tat, now_ms, cost, self.burst, self.interval, self.tau
+        )
+        if allowed:
+            self.tats[client] = (new_tat, now_ms + reset)
+        return Decision(allowed, level, self.burst, remaining, reset, retry)
+
+
+def bulk(
+    c: np.ndarray,
+    t: np.ndarray,
+    limit: int,
+    w: int,
+    cost: np.ndarray | None = None,
+    params: Mapping[str, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    burst = int((params or {}).get("burst", limit))
+    interval = w / limit
+    tau = burst * interval
+    cl, tl = c.tolist(), t.tolist()
+    kl = [1] * len(tl) if cost is None else cost.tolist()
+    allowed, levels = [False] * len(tl), [0.0] * len(tl)
+    last, tat, expire_at = None, 0.0, -1
+    for i, now in enumerate(tl):
+        if cl[i] != last or expire_at < now:
+            last, tat, expire_at = cl[i], float(now), -1
+        ok, levels[i], _, reset, _, new_tat = _step(tat, now, kl[i], burst, interval, tau)
+        if ok:
+            allowed[i], tat, expire_at = True, new_tat, now + reset
+    return np.array(allowed, dtype=bool), np.array(levels, dtype="float64")
+
+
+class GCRA(Limiter):
+    """GCRA: one theoretical arrival time per client, ``burst`` requests of tolerance."""
+
+    name = "gcra"
+    label = "GCRA"
+    colour = "#e6ab02"
+    scripts = ("gcra",)
+    reference = GCRARef
+    bulk = staticmethod(bulk)
+    params_declared = (BURST,)
+    # one string: a key name and one number (the time)
+    memory = MemoryModel(lambda limit, key: key + 8, drained=True)
+
+    def keys(self, client: str, now_ms: int) -> Sequence[str]:
+        return (f"rl:gc:{hash_tag(client)}",)
+
+    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
+        return (now_ms, self.window_ms, self.limit, int(self.params["burst"]), cost)
+
+    @staticmethod
+    def parse(reply: Sequence[Any]) -> Decision:
+        allowed, level, burst, remaining, reset_ms, retry_after_ms = reply
+        return Decision(allowed == 1, float(level), burst, remaining, reset_ms, retry_after_ms)
