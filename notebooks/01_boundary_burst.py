@@ -33,13 +33,12 @@ SECOND_S = 61.0  # second of the second burst
 # %%
 # %matplotlib inline
 import pandas as pd
+from IPython.display import Markdown
 
 from simulator import metrics
 from simulator.algorithms import ALGORITHMS
 from simulator.charts.burst import boundary_burst_figure
 from simulator.model import boundary_burst
-from IPython.display import Markdown
-
 from simulator.records import http_headers
 from simulator.scripts import load
 

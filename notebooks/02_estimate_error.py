@@ -53,6 +53,7 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.charts import accuracy as charts_accuracy
+from simulator.display import compact
 from simulator.studies import accuracy, adversary
 
 pd.set_option("display.width", 160)
@@ -97,7 +98,7 @@ columns = [
     "max_overshoot_pct",
     "clients_limited_while_under",
 ]
-table[columns].round(3)
+compact(table[columns])
 
 # %%
 charts_accuracy.families_figure(summary)
@@ -119,7 +120,7 @@ summary[
         "over_admits_pct",
         "false_refusals_pct",
     ]
-].round(3)
+].pipe(compact)
 
 # %% [markdown]
 # ## The error distribution

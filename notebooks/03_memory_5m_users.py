@@ -45,10 +45,10 @@ DATA_DIR = "../data"  # where python -m simulator memory wrote its tables
 # %%
 # %matplotlib inline
 import pandas as pd
-
-from simulator.charts import memory as charts_memory
 from IPython.display import Markdown
 
+from simulator.charts import memory as charts_memory
+from simulator.display import compact
 from simulator.studies import bigkey, memory, memory_tables
 
 pd.set_option("display.width", 160)
@@ -124,7 +124,7 @@ per_user[
 
 # %%
 side = memory_tables.compare(per_user, limit=100)
-side
+compact(side, 2)
 
 # %% [markdown]
 # What the whiteboard misses:
@@ -261,7 +261,9 @@ smallest = at_10k["user_bytes"].drop("sliding_log").min()
 Markdown(
     f"At 10,000 requests a minute the log holds **{at_10k.loc['sliding_log', 'user_bytes'] / 1e3:,.0f} kB** "
     f"per key; the counter and the buckets hold "
-    + ", ".join(f"{a} {at_10k.loc[a, 'user_bytes']:,.0f} B" for a in at_10k.index if a != "sliding_log")
+    + ", ".join(
+        f"{a} {at_10k.loc[a, 'user_bytes']:,.0f} B" for a in at_10k.index if a != "sliding_log"
+    )
     + f" — {at_10k.loc['sliding_log', 'user_bytes'] / smallest:,.0f}x less at best. After a pause the "
     f"log's first decision takes {at_10k.loc['sliding_log', 'server_us_after_pause'] / 1e3:.1f} ms of "
     f"server time (it drops a window of entries at once); the others stay at tens of µs."
