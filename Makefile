@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup charts check-tables test bench lint notebooks clean
+.PHONY: setup charts check-tables test bench lint notebooks lab explore clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,18 @@ lint: $(STAMP)
 
 notebooks: $(STAMP)  ## rebuild each .ipynb from its paired # %% source (no outputs)
 	$(PY) -m jupytext --to ipynb --update notebooks/*.py
+
+# Root may run JupyterLab only when it says so: --allow-root is added when make runs as uid 0.
+ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+LAB_PORT ?= 8888
+EXPLORE_PORT ?= 8866
+
+lab: $(STAMP)  ## JupyterLab on 127.0.0.1 in notebooks/; prints the URL to open (with its token)
+	$(PY) -m jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser --notebook-dir notebooks $(ALLOW_ROOT)
+
+explore: $(STAMP)  ## the explorer alone as a web page (Voila: no code shown) on 127.0.0.1
+	@echo "The explorer: http://127.0.0.1:$(EXPLORE_PORT)/ (Ctrl-C stops it)"
+	$(PY) -m voila notebooks/00_explorer.ipynb --Voila.ip=127.0.0.1 --port=$(EXPLORE_PORT) --no-browser
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -2,23 +2,24 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
 
 # %% [markdown]
-# # 1. The boundary burst: one client, two bursts, four limiters
+# # 1. The boundary burst: one client, two bursts, six limiters
 #
 # **The question.** A limit of **100 requests per minute** protects an API. One client sends
 # **100 requests at second 59** and **100 more at second 61**. How many of the 200 get through?
 #
 # Everyone says "100, that's the limit". Whether that is true depends on *where the window is*.
-# This notebook runs the real Lua scripts of four window limiters on a simulated clock and lets
+# This notebook runs the real Lua scripts of six limiters (four windows, two buckets) on a simulated clock and lets
 # you see what each one does at the seam between two minutes.
 #
 # The parameters below are the classic case; change them and run everything again.
@@ -32,6 +33,7 @@ SECOND_S = 61.0  # second of the second burst
 # %%
 # %matplotlib inline
 import pandas as pd
+from IPython.display import Markdown
 
 from simulator import metrics
 from simulator.algorithms import ALGORITHMS
@@ -45,7 +47,7 @@ WINDOW_MS = round(WINDOW_S * 1000)
 # %% [markdown]
 # ## Predict first
 #
-# Write down your guess before running anything. The four limiters are:
+# Write down your guess before running anything. The six limiters are:
 #
 # | name | how it counts |
 # |---|---|
@@ -53,11 +55,20 @@ WINDOW_MS = round(WINDOW_S * 1000)
 # | `echomq` | one counter whose window **starts at the first hit** and *is* the key's time to live |
 # | `sliding_log` | the exact answer: a sorted set of admitted times, window `(now − 60 s, now]` |
 # | `sliding_counter` | an estimate from two clock-aligned counters: `cur + prev × (60 s − elapsed) / 60 s` |
+# | `token_bucket` | a bucket of `burst` tokens (default: the limit) refilled at 100 per minute, continuously; a new client starts full |
+# | `gcra` | the same meter kept as one time per client: requests spaced 0.6 s apart, `burst` of them allowed at once |
 #
 # Edit the dictionary with your guesses; the run below compares them with what happens.
 
 # %%
-my_guess = {"fixed_window": 100, "echomq": 100, "sliding_log": 100, "sliding_counter": 100}
+my_guess = {
+    "fixed_window": 100,
+    "echomq": 100,
+    "sliding_log": 100,
+    "sliding_counter": 100,
+    "token_bucket": 100,
+    "gcra": 100,
+}
 
 # %% [markdown]
 # ## Run
@@ -102,14 +113,24 @@ fw = ALGORITHMS["fixed_window"](None, LIMIT, WINDOW_MS)  # keys only, no server 
 [fw.keys("user", round(FIRST_S * 1000)), fw.keys("user", round(SECOND_S * 1000))]
 
 # %% [markdown]
-# Any window of 60 s that straddles the seam can hold a full minute's budget from each side:
-# up to **2 × limit**. The lower-right panel above shows the trailing-minute count at 200.
+# Any window that straddles the seam can hold a full window's budget from each side: up to
+# **2 × limit**. What this run shows (the numbers come from the run above):
+
+# %%
+peak = summary["max_in_window"]
+Markdown(
+    f"In the fixed window's row of the chart above, the right-hand panel shows the trailing "
+    f"{WINDOW_S:g}-s count reaching **{peak['fixed_window']}**, "
+    f"{peak['fixed_window'] / LIMIT:.2f}× the limit of {LIMIT}; the exact log's never passes "
+    f"**{peak['sliding_log']}**."
+)
 
 # %% [markdown]
 # ## Why the first-hit window does not, here
 #
-# `echomq` starts its window at the first admitted request (second 59) and arms the counter's
-# expiry once. At second 61 the counter is still full and its PTTL says how long to wait:
+# `echomq` starts its window at the first admitted request (the first burst) and arms the
+# counter's expiry once. At the second burst the counter is still full and its PTTL says how long
+# to wait:
 
 # %%
 echo = log[(log["algorithm"] == "echomq") & ~log["allowed"]]
@@ -120,8 +141,8 @@ print(load("echomq_admit").source.split("]]")[0])
 
 # %% [markdown]
 # It is not immune to seams: its seam is simply wherever *its* window ends. One request at
-# second 0 anchors the window to `[0, 60 s]`; then 99 requests just before the end and 100 just
-# after it arrive 200 ms apart, and 199 of them get through within one minute:
+# second 0 anchors the window; then `LIMIT − 1` requests just before its end and `LIMIT` just
+# after it arrive 200 ms apart. How many get through within one window?
 
 # %%
 from simulator.model import simulate  # noqa: E402
@@ -140,19 +161,58 @@ anchored = simulate(
         ),
     )
 )
-metrics.burst_summary(anchored, WINDOW_MS)
+anchored_summary = metrics.burst_summary(anchored, WINDOW_MS)
+Markdown(
+    f"**{anchored_summary.loc['echomq', 'max_in_window']}** of the "
+    f"{anchored_summary.loc['echomq', 'requests']} requests are admitted within one "
+    f"{WINDOW_S:g}-s window: {anchored_summary.loc['echomq', 'ratio_to_limit']:.2f}× the limit."
+)
 
 # %% [markdown]
-# ## Why the sliding counter lets two through
+# ## Why the sliding counter lets a few through
 #
-# At second 61 the current minute is 1 s old, so the previous minute's 100 requests are weighted
-# by `(60 − 1) / 60`: the estimate starts at `100 × 59/60 = 98.33`. It admits while the estimate
-# is below the limit: 98.33 → admit, 99.33 → admit, 100.33 → refuse. Two extra requests — the
-# estimate assumes the previous minute's requests were spread evenly, and here they were not.
+# When the second burst arrives, the current grid window is only part of the way through, so the
+# previous window's requests are weighted by the share of it still inside the trailing window,
+# `(W − elapsed) / W`. The counter admits while that estimate is below the limit. Here is what
+# it computed at the second burst:
 
 # %%
 sc = log[(log["algorithm"] == "sliding_counter") & (log["t_ms"] == round(SECOND_S * 1000))]
 sc[["t_ms", "allowed", "count"]].head(4)
+
+# %%
+estimates = sc["count"].tolist()
+extra = int(summary.loc["sliding_counter", "max_in_window"]) - LIMIT
+Markdown(
+    f"The estimate starts at **{estimates[0]:.2f}** "
+    f"({'admitted' if sc['allowed'].iloc[0] else 'refused'}), then "
+    + ", ".join(
+        f"{e:.2f} ({'admit' if a else 'refuse'})"
+        for e, a in zip(estimates[1:4], sc["allowed"].iloc[1:4], strict=False)
+    )
+    + f": **{max(extra, 0)}** more than the limit in one trailing window. The estimate assumes "
+    "the previous window's requests were spread evenly, and here they were not."
+)
+
+# %% [markdown]
+# ## Why the buckets let a few through too
+#
+# A token bucket has no window. It starts full (`burst` tokens, the limit by default), each
+# request takes a token, and tokens come back continuously at the limit per window. The first
+# burst empties it; by the second, the two seconds in between have refilled a few tokens. GCRA is
+# the same meter kept as a time instead of a level, so it decides the same here.
+
+# %%
+tb = log[(log["algorithm"] == "token_bucket") & (log["t_ms"] == round(SECOND_S * 1000))]
+refill = (SECOND_S - FIRST_S) * LIMIT / WINDOW_S
+Markdown(
+    f"At {SECOND_S:g} s the bucket holds **{tb['count'].iloc[0]:.2f}** tokens "
+    f"({SECOND_S - FIRST_S:g} s x {LIMIT} per {WINDOW_S:g} s = {refill:.2f} refilled), so "
+    f"**{int(tb['allowed'].sum())}** of the second burst get through: "
+    f"{int(summary.loc['token_bucket', 'admitted'])} in all for the token bucket, "
+    f"{int(summary.loc['gcra', 'admitted'])} for GCRA. A bucket's promise is a rate with a burst "
+    "saved up, not a count per window: any window may hold the burst plus a window's refill."
+)
 
 # %% [markdown]
 # ## What it means
@@ -166,5 +226,13 @@ sc[["t_ms", "allowed", "count"]].head(4)
 # * The **sliding counter** is close to exact at the cost of two counters; its error comes from
 #   assuming the previous window was uniform.
 #
-# Try `FIRST_S = 30, SECOND_S = 89` (both bursts inside one window for everyone) or a smaller
-# window, and run again.
+# Try other seconds in the parameter cell and run again. Two bursts inside one clock-aligned
+# window (here: just after one seam and just before the next) meet one counter everywhere, and
+# every limiter admits the limit; the cell below checks it. Two bursts less than a window apart
+# but on either side of a seam (`FIRST_S = 30, SECOND_S = 89` for a minute) still get twice the
+# limit through the fixed window: the seam at 60 s lies between them.
+
+# %%
+inside = (WINDOW_S + 1, 2 * WINDOW_S - 1)  # both bursts inside one grid window
+both = pd.concat([boundary_burst(a, LIMIT, WINDOW_S, *inside) for a in ALGORITHMS], ignore_index=True)
+metrics.burst_summary(both, WINDOW_MS)[["requests", "admitted", "max_in_window"]]

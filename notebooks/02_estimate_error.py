@@ -2,17 +2,18 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
 
 # %% [markdown]
-# # How accurate is the sliding window counter?
+# # 2. How accurate is the sliding window counter?
 #
 # The sliding window counter keeps two numbers per client - this grid window's count and the
 # last one's - and estimates the trailing window as `cur + prev * (W - elapsed) / W`, as if last
@@ -52,6 +53,7 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.charts import accuracy as charts_accuracy
+from simulator.display import compact
 from simulator.studies import accuracy, adversary
 
 pd.set_option("display.width", 160)
@@ -96,7 +98,7 @@ columns = [
     "max_overshoot_pct",
     "clients_limited_while_under",
 ]
-table[columns].round(3)
+compact(table[columns])
 
 # %%
 charts_accuracy.families_figure(summary)
@@ -118,7 +120,7 @@ summary[
         "over_admits_pct",
         "false_refusals_pct",
     ]
-].round(3)
+].pipe(compact)
 
 # %% [markdown]
 # ## The error distribution

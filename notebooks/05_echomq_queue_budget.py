@@ -2,17 +2,18 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
 
 # %% [markdown]
-# # A budget on a queue: EchoMQ at the dequeue point
+# # 5. A budget on a queue: EchoMQ at the dequeue point
 #
 # A chat game posts its bots' messages through queues, and K bot workers take jobs off them. The
 # budget - at most `max` jobs per window - is enforced where a worker *dequeues*:

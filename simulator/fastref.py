@@ -25,7 +25,7 @@ from simulator.algorithms import ALGORITHMS, BULK
 from simulator.algorithms.base import own_params
 from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 
-__all__ = ["Bulk", "decide_bulk", "decide_trace"]
+__all__ = ["Bulk", "decide_bulk", "decide_any", "decide_trace"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,47 @@ def decide_bulk(
     )
     allowed, count = np.empty(n, dtype=bool), np.empty(n, dtype="float64")
     allowed[order], count[order] = allowed_s, count_s
+    return Bulk(allowed, count, order)
+
+
+def decide_any(
+    algorithm: str,
+    codes: np.ndarray,
+    t_ms: np.ndarray,
+    limit: int,
+    window_ms: int,
+    params: Mapping[str, float] | None = None,
+    order: np.ndarray | None = None,
+) -> Bulk:
+    """:func:`decide_bulk` for any registered algorithm, with its own parameters.
+
+    The vectorised kernel decides where there is one; otherwise the algorithm's pure-Python
+    reference, request by request in the same order; an algorithm with neither (a user's
+    script) is replayed through its script on a fake server on the virtual clock (the Lua path:
+    a few thousand decisions a second).
+    """
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(ALGORITHMS)}")
+    if algorithm in BULK:
+        return decide_bulk(algorithm, codes, t_ms, limit, window_ms, order, params=params)
+    codes = np.asarray(codes, dtype="int64")
+    t_ms = np.asarray(t_ms, dtype="int64")
+    n = len(t_ms)
+    if order is None:
+        order = _sort(codes, t_ms) if n else np.empty(0, dtype="int64")
+    reference = getattr(ALGORITHMS[algorithm], "reference", None)
+    if reference is None:
+        from simulator.playback import replay
+
+        trace = pd.DataFrame({"t_ms": t_ms, "client": codes.astype(str)})
+        log = replay(trace, algorithm, limit, window_ms, params=params)
+        return Bulk(log["allowed"].to_numpy(dtype=bool), log["count"].to_numpy("float64"), order)
+    ref = reference(limit, window_ms, **params) if params else reference(limit, window_ms)
+    allowed, count = np.empty(n, dtype=bool), np.empty(n, dtype="float64")
+    decide = ref.decide
+    for i, c, t in zip(order.tolist(), codes[order].tolist(), t_ms[order].tolist(), strict=True):
+        d = decide(str(c), t)
+        allowed[i], count[i] = d.allowed, d.count
     return Bulk(allowed, count, order)
 
 

@@ -16,7 +16,8 @@ import gc
 import hashlib
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,12 +38,21 @@ from simulator.records import Decision, DecisionLog, Row
 from simulator.scenario import BurstAt, Scenario
 from simulator.traffic import draw_costs
 
-__all__ = ["simulate", "boundary_burst", "run_id_for", "Row"]
+__all__ = ["simulate", "boundary_burst", "run_id_for", "scenario_run_id", "Row"]
 
 
 def run_id_for(*parts: object) -> str:
     """A short, deterministic id for a run (same inputs, same id)."""
     return hashlib.sha1(repr(parts).encode("utf-8")).hexdigest()[:12]
+
+
+def scenario_run_id(scenario: Scenario) -> str:
+    """The run id of ``scenario``: its algorithm's own parameters are part of it only where it
+    has any, and the clients' costs only where some are not 1 (so older ids stay as they were)."""
+    params = dict(scenario.params)
+    costs = tuple(c.cost for c in scenario.clients)
+    extra = ((params,) if params else ()) + ((costs,) if any(c != 1 for c in costs) else ())
+    return run_id_for(scenario, *extra)
 
 
 def _stopped(
@@ -67,23 +77,53 @@ def simulate(
     scenario: Scenario,
     backend: Backend | None = None,
     on_rows: Callable[[list[Row]], None] | None = None,
+    *,
+    shards: int = 1,
+    scheduler: Any = None,
 ) -> pd.DataFrame:
     """Run ``scenario`` and return its decision log (one row per request).
 
     On a real server ``echomq`` runs on real time (the scenario takes its duration in wall time);
     the frame's ``attrs["late_ms"]`` then holds how late (ms) each decision was sent.
     ``on_rows`` receives each decision as it is made (its position is the row number).
+
+    ``shards=N`` splits the clients into N shards, each simulated on its own fake server in a
+    Dask task (``scheduler``: see :func:`simulator.workers.dask_client`), and concatenates their
+    logs: the same rows as one run (:mod:`simulator.shards`).
     """
+    if shards != 1 or scheduler is not None:
+        from simulator.shards import simulate_sharded
+
+        if backend is not None or on_rows is not None:
+            from simulator.scenario import ConfigError
+
+            raise ConfigError(
+                "simulate.shards: each shard runs on a fake server of its own, so neither a "
+                "backend nor on_rows can be given with shards"
+            )
+        return simulate_sharded(scenario, shards, scheduler)
+    return _simulate(scenario, backend, on_rows)
+
+
+def _simulate(
+    scenario: Scenario,
+    backend: Backend | None = None,
+    on_rows: Callable[[list[Row]], None] | None = None,
+    run_id: str | None = None,
+    indices: Sequence[int] | None = None,
+    instants: list[float] | None = None,
+) -> pd.DataFrame:
+    """:func:`simulate` itself; a shard passes the whole run's ``run_id``, for each of its
+    clients its position in the whole run (``indices``: the client's random generator), and a
+    list that gets each decision's exact simulated instant (``instants``: how shards merge)."""
     backend = backend or FakeRedisBackend()
     env = environment_for(backend, scenario.algorithm)
     backend.follow(lambda: env.now)
     limiter = ALGORITHMS[scenario.algorithm](
         backend, scenario.limit, scenario.window_ms, **scenario.params
     )
-    params = dict(scenario.params)  # part of the id only for algorithms that have any
-    costs = tuple(c.cost for c in scenario.clients)  # and costs only where some are not 1
-    extra = ((params,) if params else ()) + ((costs,) if any(c != 1 for c in costs) else ())
-    run_id = run_id_for(scenario, *extra)
+    if run_id is None:
+        run_id = scenario_run_id(scenario)
     log = DecisionLog(run_id, scenario.seed, scenario.algorithm)
     decide = limiter.decide
     # The log's columns, appended to directly: this is the hot path of every simulated request.
@@ -103,6 +143,8 @@ def simulate(
             watch.end(now_ms)
         if on_rows is not None:
             on_rows([(len(decisions), client, now_ms, decision, cost)])
+        if instants is not None:
+            instants.append(env.now)
         clients.append(client)
         times.append(now_ms)
         decisions.append(decision)
@@ -114,7 +156,7 @@ def simulate(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _start_clients(env, scenario, ask)
+        _start_clients(env, scenario, ask, indices)
         if isinstance(env, simpy.rt.RealtimeEnvironment):
             env.sync()  # playing the clients ahead took wall time; the run starts now
         try:
@@ -143,7 +185,10 @@ def _cost_rng(seed: int, i: int) -> np.random.Generator:
 
 
 def _start_clients(
-    env: simpy.Environment, scenario: Scenario, ask: Callable[..., Decision]
+    env: simpy.Environment,
+    scenario: Scenario,
+    ask: Callable[..., Decision],
+    indices: Sequence[int] | None = None,
 ) -> None:
     """A process for each client that reacts; one feeder for all the others' requests.
 
@@ -154,7 +199,8 @@ def _start_clients(
     owners: list[int] = []
     names: list[str] = []
     for i, spec in enumerate(scenario.clients):
-        rng = _client_rng(scenario.seed, i)
+        at = i if indices is None else indices[i]  # its position in the whole run
+        rng = _client_rng(scenario.seed, at)
         if reacts(spec):
             env.process(process_for(env, spec, ask, rng))
             continue
@@ -163,7 +209,7 @@ def _start_clients(
             times.append(when)
             fixed = isinstance(spec.cost, int)
             costs.append(
-                draw_costs(spec.cost, None if fixed else _cost_rng(scenario.seed, i), len(when))
+                draw_costs(spec.cost, None if fixed else _cost_rng(scenario.seed, at), len(when))
             )
             owners.append(len(names))
             names.append(spec.name)
@@ -187,17 +233,26 @@ def boundary_burst(
     per_burst: int | None = None,
     backend: Backend | None = None,
     params: Mapping[str, float] | None = None,
+    users: int = 1,
+    shards: int = 1,
+    scheduler: Any = None,
 ) -> pd.DataFrame:
     """The practice case: ``per_burst`` requests (default ``limit``) at each of two seconds.
 
-    ``params``: the algorithm's own parameters (the others take their defaults)."""
+    ``params``: the algorithm's own parameters (the others take their defaults). ``users``: how
+    many clients burst alike (one is ``user``; more are ``user0``, ``user1``, ...), split into
+    ``shards`` on Dask (see :func:`simulate`)."""
+    from simulator.scenario import check_int
+
     n = limit if per_burst is None else per_burst
+    users = check_int("boundary_burst", "users", users, 1, 100_000_000)
+    names = ["user"] if users == 1 else [f"user{i}" for i in range(users)]
     scenario = Scenario(
         algorithm=algorithm,
         limit=limit,
         window_ms=round(window_s * 1000),
         duration_ms=max(first_s, second_s) * 1000 + 1,
-        clients=(BurstAt("user", n=n, at_s=(first_s, second_s)),),
+        clients=tuple(BurstAt(name, n=n, at_s=(first_s, second_s)) for name in names),
         params=dict(params or {}),
     )
-    return simulate(scenario, backend)
+    return simulate(scenario, backend, shards=shards, scheduler=scheduler)

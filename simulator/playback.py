@@ -163,7 +163,8 @@ def _replay_process(
             progress.decided += n
             if failed is not None:
                 progress.next_t_ms = t_ms[n]
-                raise failed
+                failure = getattr(limiter, "failure", None)  # a user's script names its file
+                raise failed if failure is None else failure(failed)
             if watch is not None:
                 watch.end(t_ms[-1])
             if on_progress is not None:

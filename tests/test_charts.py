@@ -81,9 +81,14 @@ def labelled(ax: Axes, which: str) -> bool:
     return False
 
 
+#: A JupyterLab notebook column shows about this many pixels; a wider figure is shrunk to fit.
+COLUMN_PX = 1070
+
+
 def check_layout(fig: Figure, n_axes: int) -> None:
     assert isinstance(fig, Figure)
     assert len(fig.axes) == n_axes
+    assert fig.get_figwidth() * 100 <= COLUMN_PX, "wider than a notebook column at 100 dpi"
     drawn = [ax for ax in fig.axes if plots_data(ax)]
     assert drawn, "no axes plots anything"
     suptitle = fig.get_suptitle()
@@ -154,12 +159,20 @@ def test_boundary_burst_figure(burst_frame):
     algorithms = order()
     check_layout(fig, 2 * len(algorithms))
     assert fig.get_suptitle()
-    grid = np.array(fig.axes).reshape(2, len(algorithms))
-    for col, name in enumerate(algorithms):
-        top, bottom = grid[:, col]
-        assert LABELS[name] in top.get_title()
-        assert algorithm_colours(top) == algorithm_colours(bottom) == {name}
-        assert rgba(PALETTE[name]) == rgba(bottom.lines[0].get_color())
+    grid = np.array(fig.axes).reshape(len(algorithms), 2)
+    for row, name in enumerate(algorithms):
+        left, right = grid[row]
+        assert LABELS[name] in left.get_title()
+        assert algorithm_colours(left) == algorithm_colours(right) == {name}
+        assert rgba(PALETTE[name]) == rgba(right.lines[0].get_color())
+        # each panel's legend shows the admitted swatch in its own algorithm's colour
+        swatch = left.get_legend().legend_handles[0]
+        assert rgba(swatch.get_facecolor()) == rgba(PALETTE[name])
+        # the admitted count of each burst second is written on the bar (2 is a sliver)
+        admitted = burst_frame[burst_frame["algorithm"] == name]
+        written = {t.get_text() for t in left.texts}
+        per_second = admitted.groupby(admitted["t_ms"] // 1000)["allowed"].sum()
+        assert {str(int(v)) for v in per_second} <= written
 
 
 def test_boundary_burst_figure_shows_only_the_algorithms_in_the_frame(burst_frame):
@@ -167,7 +180,7 @@ def test_boundary_burst_figure_shows_only_the_algorithms_in_the_frame(burst_fram
     part = burst_frame[burst_frame["algorithm"].isin(two)]
     fig = burst_charts.boundary_burst_figure(part, LIMIT, WINDOW_MS, 0.9, 1.1)
     check_layout(fig, 4)
-    assert [algorithm_colours(ax) for ax in fig.axes] == [{two[0]}, {two[1]}] * 2
+    assert [algorithm_colours(ax) for ax in fig.axes] == [{two[0]}] * 2 + [{two[1]}] * 2
 
 
 # --- accuracy and adversaries -------------------------------------------------------------------
@@ -186,9 +199,13 @@ def test_families_figure(accuracy_study):
     fig = accuracy_charts.families_figure(summary)
     check_layout(fig, 4)
     for ax in fig.axes:
-        faces = [rgba(p.get_facecolor()) for p in ax.patches]
-        # Cloudflare's published row first, then ours: one bar per row of the summary
+        (dots,) = ax.collections[1:]  # the guide lines, then the dots
+        faces = [tuple(round(c, 6) for c in f) for f in dots.get_facecolors()]
+        # Cloudflare's published row first, then ours: one dot per row of the summary, no bars
         assert faces == [rgba(PALETTE["exact"])] + [rgba(PALETTE["sliding_counter"])] * len(summary)
+        assert not ax.patches
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert not any("_" in label for label in labels)  # family names in words
 
 
 def test_error_figure(accuracy_study):
@@ -205,23 +222,33 @@ def test_load_sweep_figure():
         [load_sweep((0.5, 2.0), 4, kind) for kind in ("poisson", "on_off")], ignore_index=True
     )
     fig = accuracy_charts.load_sweep_figure(sweep_table)
-    check_layout(fig, 1)
-    (ax,) = fig.axes
-    series = [line for line in ax.lines if not line.get_label().startswith("_")]
-    assert len(series) == 6  # two kinds x three figures
-    assert {rgba(line.get_color()) for line in series} == {rgba(PALETTE["sliding_counter"])}
+    check_layout(fig, 2)  # one panel per kind of traffic
+    for ax in fig.axes:
+        series = [line for line in ax.lines if not line.get_label().startswith("_")]
+        assert len(series) == 3  # three figures, each its own shade and marker
+        assert len({rgba(line.get_color()) for line in series}) == 3
+        assert len({line.get_marker() for line in series}) == 3
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert ticks == ["0.5", "2"]  # the swept loads, not powers of ten
 
 
 def test_schedule_figure(burst_frame):
     frames = {a: part for a, part in burst_frame.groupby("algorithm", sort=False)}
     fig = accuracy_charts.schedule_figure(frames, LIMIT, WINDOW_MS)
     algorithms = order()
-    check_layout(fig, 2 * len(algorithms))
-    grid = np.array(fig.axes).reshape(2, len(algorithms))
-    for col, name in enumerate(algorithms):
-        top, bottom = grid[:, col]
+    cols = min(3, len(algorithms))
+    rows = -(-len(algorithms) // cols)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 2 * len(algorithms)
+    grid = np.array(fig.axes).reshape(2 * rows, cols)
+    spans = set()
+    for k, name in enumerate(algorithms):
+        top, bottom = grid[2 * (k // cols), k % cols], grid[2 * (k // cols) + 1, k % cols]
         assert top.get_title() == LABELS[name]
         assert algorithm_colours(top) == algorithm_colours(bottom) == {name}
+        lo, hi = top.get_xlim()
+        spans.add(round(hi - lo, 6))
+    assert len(spans) == 1  # every panel spans the same time
 
 
 # --- the EchoMQ queue budget --------------------------------------------------------------------
@@ -310,7 +337,8 @@ def test_memory_bigkey_figure(memory_tables):
     bigkey = memory_tables["bigkey"]
     fig = memory_charts.bigkey_figure(bigkey)
     check_layout(fig, 3)
-    shown = {"sliding_log", "fixed_window", "sliding_counter"} & set(bigkey["algorithm"])
+    shown = set(ALGORITHMS) & set(bigkey["algorithm"])  # every algorithm the study measured
+    assert {"sliding_log", "sliding_counter", "token_bucket", "gcra"} <= shown  # the card's four
     for ax in fig.axes:
         assert check_labelled_series(ax) == len(shown)
         assert algorithm_colours(ax) == shown

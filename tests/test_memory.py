@@ -76,6 +76,8 @@ def test_table_has_the_required_columns(table):
     frame, growth = table
     assert REQUIRED <= set(frame.reset_index().columns)
     assert len(frame) == len(SMALL)
+    assert (frame["memory_usage_bytes_per_user"] > 0).all()  # every layout's keys still lived
+    assert (frame["bytes_per_user_used_memory"] > 0).all()
     assert set(growth["algorithm"]) == {layout.algorithm for layout in SMALL}
 
 

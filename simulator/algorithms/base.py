@@ -58,8 +58,12 @@ class MemoryModel:
     ``idle`` with only what never expires left). ``windows``: grid windows of requests that build
     the steady state. ``trailing``: the window trails now, so the requests are spread over
     ``(now - W, now]`` instead of grid windows. ``request_ids``: one member per request, whose id
-    format (``now_ms-seq`` or ``uuid4``) is part of the layout. ``whiteboard(limit, key_bytes)``:
-    payload bytes per user a candidate would write down (no per-key or per-entry overhead).
+    format (``now_ms-seq`` or ``uuid4``) is part of the layout. ``drained``: the steady state is a
+    client at its limit whose key lives as long as it keeps sending (a bucket: spent at once,
+    then sending at the rate), so the key still lives when it is weighed; a bucket sent to only
+    at the rate stays nearly full and expires within one token's time. ``whiteboard(limit,
+    key_bytes)``: payload bytes per user a candidate would write down (no per-key or per-entry
+    overhead).
     """
 
     whiteboard: Callable[[int, int], int]
@@ -67,6 +71,7 @@ class MemoryModel:
     windows: int = 1
     trailing: bool = False
     request_ids: bool = False
+    drained: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,10 @@ class Limiter:
     memory: ClassVar[MemoryModel | None] = None
     #: Its own parameters beside limit and window, each with a default from them.
     params_declared: ClassVar[tuple[Param, ...]] = ()
+    #: True when a client's decisions depend on its own requests only (every key under its own
+    #: hash tag), so that a run can be split by client into shards (:mod:`simulator.shards`).
+    #: False for a limiter whose clients share state, such as one budget for a queue's workers.
+    per_client: ClassVar[bool] = True
 
     def __init__(self, backend: Any, limit: int, window_ms: int, **params: object) -> None:
         self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)

@@ -81,6 +81,9 @@ class EchoMQ(Limiter):
     colour = "#ff7f0e"
     scripts = ("echomq_admit", "echomq_ttl")
     uses_server_time = True
+    # Per client: in a simulation each client id is a queue of its own (``emq:{client}:...``).
+    # A budget shared by a queue's K workers is the queue studies' model, not a simulation's.
+    per_client = True
     reference = EchoMQRef
     bulk = staticmethod(bulk)
     # the counter, and a small hash holding the budget (which never expires)

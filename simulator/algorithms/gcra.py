@@ -107,7 +107,7 @@ class GCRA(Limiter):
     bulk = staticmethod(bulk)
     params_declared = (BURST,)
     # one string: a key name and one number (the time)
-    memory = MemoryModel(lambda limit, key: key + 8)
+    memory = MemoryModel(lambda limit, key: key + 8, drained=True)
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:gc:{hash_tag(client)}",)

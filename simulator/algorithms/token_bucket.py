@@ -103,7 +103,7 @@ class TokenBucket(Limiter):
     bulk = staticmethod(bulk)
     params_declared = (BURST,)
     # one hash: a key name, the level and the time (two 8-byte numbers)
-    memory = MemoryModel(lambda limit, key: key + 8 + 8)
+    memory = MemoryModel(lambda limit, key: key + 8 + 8, drained=True)
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:tb:{hash_tag(client)}",)

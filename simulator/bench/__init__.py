@@ -12,10 +12,12 @@ from collections.abc import Callable
 from simulator.bench.accuracy import bench_accuracy
 from simulator.bench.clients import bench_clients
 from simulator.bench.core import bench_clock, bench_core
+from simulator.bench.explorer import bench_explorer
 from simulator.bench.fake import bench_fake
 from simulator.bench.model import bench_model
 from simulator.bench.pipeline import bench_pipeline
 from simulator.bench.replay import bench_replay_stream
+from simulator.bench.scale import bench_scale
 from simulator.bench.servers import bench_servers
 from simulator.bench.telemetry import bench_telemetry
 
@@ -33,4 +35,6 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "pipeline": bench_pipeline,
     "clients": bench_clients,
     "replay-stream": bench_replay_stream,
+    "scale": bench_scale,
+    "explorer": bench_explorer,
 }

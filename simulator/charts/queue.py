@@ -54,14 +54,15 @@ def basic_figure(pad: QueueRun) -> Figure:
     per = qs.admitted_per_window(exact, s.window_ms, s.duration_ms)
     jobs = pad.jobs[pad.jobs["label"].str.endswith("defer_pad_ms=0")]
     waste = qs.dequeue_summary(pad.dequeues)
-    fig, (a, b, c) = subplots(1, 3, figsize=(15, 4.4))
+    fig, (a, b, c) = subplots(1, 3, figsize=(10, 4.4))
     colour = PALETTE["echomq"]
     a.bar(per["start_s"], per["admitted"], width=0.8 * s.window_ms / 1000, color=colour)
     a.axhline(s.max_per_window, color="black", ls="--", lw=1, label=f"max ({s.max_per_window})")
     a.set_xlabel("window start (s)")
     a.set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
     a.set_title(f"never above max: most {int(per['admitted'].max())}", fontsize=10)
-    a.legend(frameon=False, fontsize=8, loc="lower right")
+    a.set_ylim(0, s.max_per_window * 1.35)  # room above the bars for the legend
+    a.legend(frameon=False, fontsize=8, loc="upper right")
     lat = jobs.loc[jobs["outcome"] == "done", "latency_ms"].to_numpy(dtype="float64") / 1000
     b.hist(lat, bins=30, color=colour)
     b.set_xlabel("latency, enqueue to done (s)")
@@ -92,7 +93,7 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
     s = result.scenario
     per = qs.admitted_per_window(result.dequeues, s.window_ms, s.duration_ms)
     ks = sorted(per["workers"].unique())
-    fig, axes = subplots(1, len(ks), figsize=(4 * len(ks), 4), sharey=True, squeeze=False)
+    fig, axes = subplots(1, len(ks), figsize=(10, 3.8), sharey=True, squeeze=False)
     top = per["admitted"].max() * 1.15
     for ax, k in zip(axes[0], ks, strict=True):
         for limiter, lw in (("local", 2), ("server", 3)):
@@ -130,8 +131,12 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
 
 
 def fairness_figure(table: pd.DataFrame) -> Figure:
-    """p50 and p99 latency of quiet rooms and the flood room, in both designs (log scale)."""
-    fig, axes = subplots(1, 3, figsize=(15, 4.4))
+    """p50 and p99 latency of quiet rooms and the flood room, in both designs.
+
+    Latencies span three decades, so they are dots on a log axis with their values written
+    beside them (bars on a log axis would start at an arbitrary baseline); the dropped share is
+    a bar from zero."""
+    fig, axes = subplots(1, 3, figsize=(10, 4.4))
     kinds = ["quiet", "flood"]
     x = np.arange(len(kinds))
     width = 0.38
@@ -142,16 +147,27 @@ def fairness_figure(table: pd.DataFrame) -> Figure:
     ):
         for i, design in enumerate(("shared", "per_room")):
             values = [float(table.loc[(design, kind), column]) for kind in kinds]
-            bars = ax.bar(
-                x + (i - 0.5) * width,
-                values,
-                width,
-                color=DESIGN_COLOURS[design],
-                label=DESIGN_LABELS[design],
-            )
-            ax.bar_label(bars, fmt="%.2f" if column == "dropped_share" else "%.0f", fontsize=8)
+            at = x + (i - 0.5) * width
+            if column == "dropped_share":
+                bars = ax.bar(
+                    at, values, width, color=DESIGN_COLOURS[design], label=DESIGN_LABELS[design]
+                )
+                ax.bar_label(bars, fmt="%.2f", fontsize=8)
+                continue
+            ax.scatter(at, values, s=60, color=DESIGN_COLOURS[design], label=DESIGN_LABELS[design])
+            for xi, v in zip(at, values, strict=True):
+                ax.annotate(
+                    f"{v:,.0f}",
+                    (xi, v),
+                    xytext=(7, 0),
+                    textcoords="offset points",
+                    fontsize=8,
+                    va="center",
+                )
         ax.set_xticks(x, ["quiet rooms", "flood room"])
+        ax.set_xlim(-0.7, len(kinds) - 0.3)
         ax.set_ylabel(label)
+        ax.set_xlabel("rooms")
         if column != "dropped_share":
             ax.set_yscale("log")
     handles, labels = axes[0].get_legend_handles_labels()

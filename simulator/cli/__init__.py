@@ -1,4 +1,4 @@
-"""Command line: ``python -m simulator {burst,replay,charts,memory,bench} ...``.
+"""Command line: ``python -m simulator {burst,replay,sweep,charts,memory,check,bench} ...``.
 
 Each command is a module here with a ``register(subparsers)`` and its ``cmd_*``; :data:`COMMANDS`
 lists them. Bad input (an unknown algorithm, a limit of 0, a malformed trace line) gets one message
@@ -16,15 +16,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from simulator.backends import BackendError, ScriptError
-from simulator.cli import bench, burst, charts, memory, replay
-from simulator.cli.args import UsageError
+from simulator.cli import bench, burst, charts, check, memory, replay, sweep
+from simulator.cli.args import UsageError, script_options, split_script
 from simulator.scenario import ConfigError
+from simulator.sweeps.run import SweepFailed
 from simulator.traces import TraceError
 
 __all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
 
 #: The subcommands, in the order ``--help`` lists them.
-COMMANDS = (burst, replay, charts, memory, bench)
+COMMANDS = (burst, replay, sweep, charts, memory, check, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +53,34 @@ def main(argv: Sequence[str] | None = None, *, restore_signals: bool = True) -> 
     caller in Python) leaves Ctrl-C and SIGTERM ignored once one has stopped the run, so that
     the way out is not interrupted again."""
     os.environ.setdefault("MPLBACKEND", "Agg")  # charts are files here, never windows
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        registered = _register_scripts(argv)
+    except ConfigError as exc:
+        command = next((a for a in argv if not a.startswith("-")), "")
+        print(f"python -m simulator {command}: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _run(argv, restore_signals)
+    finally:
+        from simulator.algorithms import ALGORITHMS
+
+        for name in registered:  # a caller in Python gets its registry back as it was
+            ALGORITHMS.pop(name, None)
+
+
+def _register_scripts(argv: Sequence[str]) -> list[str]:
+    """Register every ``--script`` of ``argv`` as an algorithm; their names."""
+    names = []
+    for value in script_options(argv):
+        from simulator.userscripts import register_script
+
+        name, path = split_script(value)
+        names.append(register_script(path, name).name)
+    return names
+
+
+def _run(argv: Sequence[str], restore_signals: bool) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # SIGTERM (a job runner, `kill`) takes the same way out as Ctrl-C: servers stopped, files
@@ -63,7 +92,7 @@ def main(argv: Sequence[str] | None = None, *, restore_signals: bool = True) -> 
     except (UsageError, ConfigError, TraceError) as exc:
         print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (BackendError, ScriptError) as exc:
+    except (BackendError, ScriptError, SweepFailed) as exc:
         print(f"{parser.prog} {args.command}: failed: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:

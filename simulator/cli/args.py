@@ -30,6 +30,11 @@ __all__ = [
     "print_time_notes",
     "add_param_option",
     "params_for",
+    "scheduler_address",
+    "add_scheduler_options",
+    "add_script_option",
+    "script_options",
+    "split_script",
 ]
 
 
@@ -222,3 +227,72 @@ def params_for(
                     f"(its own: {', '.join(sorted(declared)) or 'none'})"
                 )
     return {name: value for name, value in pairs if name in declared}
+
+
+def scheduler_address(text: str) -> str:
+    from simulator.scenario import ConfigError
+    from simulator.workers import check_scheduler
+
+    try:
+        return str(check_scheduler(text))
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("scheduler: ")) from None
+
+
+def add_scheduler_options(
+    p: argparse.ArgumentParser, what: str = "the tasks", workers: bool = True
+) -> None:
+    p.add_argument(
+        "--scheduler",
+        type=scheduler_address,
+        default=None,
+        metavar="ADDRESS",
+        help=f"where {what} run: tcp://HOST:PORT (a running Dask scheduler; every worker needs "
+        "this package installed), local (default: a LocalCluster with one worker process per "
+        "core, started and stopped with the command) or serial (here, one after another)",
+    )
+    if not workers:
+        return
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="worker processes of the LocalCluster (default: one per core)",
+    )
+
+
+def add_script_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--script",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="your own limiter script, run beside the built-in algorithms as NAME (default: the "
+        "file's name); its declaration (how to call it) is a --[[ ratelimit ]] block at its top "
+        "or FILE.toml beside it, see docs/your_script.md (repeatable)",
+    )
+
+
+def script_options(argv: Sequence[str]) -> list[str]:
+    """The values of every ``--script`` in ``argv`` (read before the parser is built, so that the
+    scripts are algorithms when ``--algorithm`` is checked)."""
+    values, it = [], iter(argv)
+    for token in it:
+        if token == "--":
+            break
+        if token == "--script":
+            value = next(it, None)
+            if value is not None:
+                values.append(value)
+        elif token.startswith("--script="):
+            values.append(token.split("=", 1)[1])
+    return values
+
+
+def split_script(value: str) -> tuple[str | None, str]:
+    """``NAME=FILE`` or ``FILE``: (name or None, file)."""
+    name, sep, path = value.partition("=")
+    if sep and name and "/" not in name and not name.endswith(".lua"):
+        return name, path
+    return None, value

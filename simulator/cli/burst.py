@@ -14,6 +14,8 @@ from simulator.cli.args import (
     add_backend_options,
     add_limit_options,
     add_param_option,
+    add_scheduler_options,
+    add_script_option,
     params_for,
     positive_int,
     print_time_notes,
@@ -42,8 +44,20 @@ def cmd_burst(args: argparse.Namespace) -> int:
     params = {a: params_for(a, args.param, strict=False) for a in ALGORITHMS}
     span_s = max(args.first, args.second) + 0.001
     window_ms = round(args.window * 1000)
-    requests = [("user", math.floor(s * 1000.0)) for s in (args.first, args.second)]
-    with open_backend(args.backend) as backend:
+    names = ["user"] if args.users == 1 else [f"user{i}" for i in range(args.users)]
+    requests = [(u, math.floor(s * 1000.0)) for u in names for s in (args.first, args.second)]
+    sharded = args.shards > 1 or args.scheduler is not None
+    if sharded and args.backend != "fakeredis":
+        raise UsageError(
+            f"--shards: each shard runs on a fake server of its own; not with --backend {args.backend}"
+        )
+    if sharded:
+        from simulator.shards import not_per_client
+
+        refused = [why for a in ALGORITHMS if (why := not_per_client(a))]
+        if refused:
+            raise UsageError(f"--shards: {refused[0]}")
+    with open_backend(args.backend) as backend, _cluster(args, sharded) as client:
         print_time_notes(list(ALGORITHMS), backend)
         chosen = []
         for a in ALGORITHMS:
@@ -75,12 +89,16 @@ def cmd_burst(args: argparse.Namespace) -> int:
                         args.per_burst,
                         None if backend.virtual_time else backend,  # a fresh fake server each
                         params[a],
+                        users=args.users,
+                        shards=args.shards,
+                        scheduler=client,
                     )
                 )
     summary = burst_summary(pd.concat(frames, ignore_index=True), round(args.window * 1000))
     n = args.limit if args.per_burst is None else args.per_burst
+    who = "" if args.users == 1 else f" from each of {args.users:,} users"
     print(
-        f"{n} requests at second {args.first:g} and {n} at second {args.second:g}; "
+        f"{n} requests at second {args.first:g} and {n} at second {args.second:g}{who}; "
         f"limit {args.limit} per {args.window:g} s"
     )
     print(
@@ -129,6 +147,35 @@ def register(sub: Any) -> None:
         metavar="N",
         help="requests in each burst (default: the limit)",
     )
+    p.add_argument(
+        "--users",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="clients that each send both bursts (default 1); admitted counts add up over "
+        "them, the most in any window is one client's",
+    )
+    p.add_argument(
+        "--shards",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="split the users into N shards, each simulated on its own fake server in a Dask "
+        "task (default 1: one process, no Dask); the decisions are the same",
+    )
+    add_scheduler_options(p, "the shards")
     add_param_option(p)
     add_backend_options(p)
+    add_script_option(p)
     p.set_defaults(func=cmd_burst)
+
+
+def _cluster(args: argparse.Namespace, sharded: bool) -> Any:
+    """One Dask client for every algorithm's shards (no cluster when the run is not sharded)."""
+    import contextlib
+
+    from simulator.workers import SERIAL, dask_client
+
+    if not sharded or args.scheduler == SERIAL:
+        return contextlib.nullcontext(SERIAL if sharded else None)
+    return dask_client(args.scheduler, args.workers)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from simulator.cli.args import add_scheduler_options, add_script_option
 from simulator.cli.jobs import JOB_NAMES
 
 __all__ = ["register", "cmd_charts"]
@@ -18,7 +19,7 @@ def cmd_charts(args: argparse.Namespace) -> int:
     for name, job in CHART_JOBS.items():
         if args.only and name not in args.only:
             continue
-        for path in job(out_dir, args.full):
+        for path in job(out_dir, args.full, scheduler=args.scheduler):
             print(f"wrote {path}", flush=True)
     return 0
 
@@ -36,9 +37,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--only",
         nargs="+",
+        action="extend",  # --only a --only b runs both
         choices=list(JOB_NAMES),
         default=None,
         metavar="JOB",
         help=f"run only these chart jobs (any of: {', '.join(JOB_NAMES)})",
     )
+    add_scheduler_options(p, "the accuracy job's load sweep and adversary searches", workers=False)
+    add_script_option(p)
     p.set_defaults(func=cmd_charts)

@@ -2,7 +2,8 @@
 
 Studies return frames, charts turn frames into Figures; a job is where the two meet the disk.
 :data:`CHART_JOBS` lists them by the name ``charts --only`` takes. Each job takes the output
-folder and whether to run full size, and returns the paths it wrote.
+folder, whether to run full size and where its sweeps run (``--scheduler``), and returns the
+paths it wrote.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -19,7 +21,7 @@ from simulator.paths import DATA_DIR
 __all__ = ["CHART_JOBS", "JOB_NAMES", "burst", "accuracy", "queue", "memory"]
 
 
-def burst(out_dir: Path, full: bool) -> list[Path]:
+def burst(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
     """The boundary-burst chart and its decision log."""
     from simulator.algorithms import ALGORITHMS
     from simulator.charts import save
@@ -33,9 +35,15 @@ def burst(out_dir: Path, full: bool) -> list[Path]:
     return [out_dir / "boundary_burst.csv", *save(figure, "boundary_burst", out_dir)]
 
 
-def accuracy(out_dir: Path, full: bool) -> list[Path]:
-    """The accuracy study and the adversary search; ``full`` = >= 1M decisions, 10k clients."""
-    from simulator.algorithms import ALGORITHMS
+def accuracy(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
+    """The accuracy study, the contracts comparison and the adversary search; ``full`` = >= 1M
+    decisions, 10k clients.
+
+    The load sweep and the adversary searches (every algorithm with its defaults, then the
+    buckets with a small burst) run as sweeps (one Dask task per load and kind, one per
+    algorithm and variant; ``scheduler`` as for ``sweep``) into ``out_dir/sweeps/``, and their
+    tables and charts are read from those datasets.
+    """
     from simulator.charts import save
     from simulator.charts.accuracy import (
         error_figure,
@@ -45,9 +53,9 @@ def accuracy(out_dir: Path, full: bool) -> list[Path]:
         with_cloudflare,
     )
     from simulator.charts.contracts import contracts_figure
-    from simulator.studies.accuracy import load_sweep, lua_check, study
-    from simulator.studies.adversary import SearchConfig, confirm_on_lua, worst_cases
-    from simulator.studies.contracts import contracts_study, small_burst_variants
+    from simulator.studies.accuracy import lua_check, study
+    from simulator.studies.adversary import confirm_on_lua, schedule_of
+    from simulator.studies.contracts import contracts_study
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -59,29 +67,25 @@ def accuracy(out_dir: Path, full: bool) -> list[Path]:
     )
     contracts = contracts_study(size, progress=True)
     check = lua_check(size, 50_000 if full else 5_000, progress=True)
-    sweep = pd.concat(
-        [
-            load_sweep((0.25, 0.5, 0.8, 1, 1.25, 1.5, 2, 3, 4), 200 if full else 40, kind)
-            for kind in ("poisson", "on_off")
-        ],
-        ignore_index=True,
+    specs = accuracy_sweeps(full)
+    results = run_sweeps(specs, out_dir / "sweeps", scheduler)
+    (sweep_rows, load_points), searches = results[0], results[1:]
+    # The tables as they always were: the study's columns, then the load sweep's load and kind.
+    sweep = sweep_rows.drop(columns=[*load_points[0], "task"]).assign(
+        load=sweep_rows["load"], kind=sweep_rows["kind"]
     )
-    # No wall-time budget: the committed tables must not depend on how busy the machine was.
-    config = SearchConfig(generations=300 if full else 60, budget_s=float("inf"))
-    variants = small_burst_variants(config.limit)
-    with tqdm(
-        total=len(ALGORITHMS) + len(variants),
-        desc="adversary search",
-        unit="algorithm",
-        disable=None,
-    ) as bar:
-        worst, results = worst_cases(
-            tuple(ALGORITHMS), config, on_algorithm=lambda a: bar.update(), variants=variants
-        )
-    frames = {
-        a: confirm_on_lua(a, r.schedule, config.limit, config.window_ms)[1]
-        for a, r in results.items()
-        if a in ALGORITHMS
+    # The searches: every algorithm with its defaults, then the variants; the study's columns.
+    worst_rows = pd.concat([rows for rows, _ in searches], ignore_index=True)
+    axes = {c for _, points in searches for p in points for c in p} | {"task"}
+    kept = ("algorithm", "limit", "window_s")
+    worst = worst_rows.drop(columns=[c for c in worst_rows if c in axes and c not in kept])
+    limit, window_ms = 100, 60_000
+    frames = {  # the schedule chart: each algorithm's worst case with its defaults
+        row.algorithm: confirm_on_lua(
+            row.algorithm, schedule_of(row.algorithm, row.schedule), limit, window_ms
+        )[1]
+        for row in worst.itertuples()
+        if not row.params
     }
     paths: list[Path] = []
     tables = {
@@ -98,13 +102,68 @@ def accuracy(out_dir: Path, full: bool) -> list[Path]:
     paths += save(error_figure(decisions), "accuracy_error_distribution", out_dir)
     paths += save(load_sweep_figure(sweep), "accuracy_load_sweep", out_dir)
     paths += save(contracts_figure(contracts), "accuracy_contracts", out_dir)
-    paths += save(
-        schedule_figure(frames, config.limit, config.window_ms), "adversary_schedule", out_dir
-    )
+    paths += save(schedule_figure(frames, limit, window_ms), "adversary_schedule", out_dir)
     return paths
 
 
-def queue(out_dir: Path, full: bool) -> list[Path]:
+def accuracy_sweeps(full: bool) -> tuple[Any, ...]:
+    """The sweeps of the accuracy job: the load sweep (sliding counter against the exact log,
+    Poisson and on/off traffic, nine loads), the adversary search for every algorithm (users'
+    scripts included: on the Lua path, a shorter search) and for each bucket with a small burst
+    (:func:`simulator.studies.contracts.small_burst_variants`).
+
+    No wall-time budget: the committed tables must not depend on how busy the machine was.
+    """
+    from simulator.algorithms import ALGORITHMS
+    from simulator.studies.contracts import small_burst_variants
+    from simulator.sweeps import parse_spec
+
+    loads = [0.25, 0.5, 0.8, 1, 1.25, 1.5, 2, 3, 4]
+    load_grid = {
+        "algorithm": "sliding_counter",
+        "kind": ["poisson", "on_off"],
+        "load": loads,
+        "client_count": 200 if full else 40,
+    }
+    generations = 300 if full else 60
+    search_grid = {"algorithm": list(ALGORITHMS), "generation_budget": generations}
+    specs = [
+        parse_spec({"name": "accuracy_load_sweep", "study": "accuracy", "grid": load_grid}),
+        parse_spec({"name": "adversary_worst_cases", "study": "adversary", "grid": search_grid}),
+    ]
+    variants = small_burst_variants(100)  # the search's limit
+    if variants:  # one burst for all of them: the grid's product is the variants themselves
+        small = {
+            "algorithm": [name for _, name, _ in variants],
+            "generation_budget": generations,
+            "params": {"burst": sorted({p["burst"] for _, _, p in variants})},
+        }
+        specs.append(
+            parse_spec({"name": "adversary_small_burst", "study": "adversary", "grid": small})
+        )
+    return tuple(specs)
+
+
+def run_sweeps(specs: Any, root: Path, scheduler: Any) -> list[tuple[pd.DataFrame, list[dict]]]:
+    """Run the sweeps on one cluster (none when every task is finished already); each one's
+    rows in grid order and its grid points. A failed task stops the job (SweepFailed)."""
+    from simulator.sweeps import read_dataset, run_sweep
+    from simulator.sweeps.run import SweepFailed, unfinished
+    from simulator.workers import SERIAL, dask_client
+
+    if not any(unfinished(spec, root) for spec in specs):
+        scheduler = SERIAL  # nothing to run: no cluster to start
+    results = []
+    with dask_client(scheduler) as client:
+        for spec in specs:
+            outcome = run_sweep(spec, root, SERIAL if client is None else client, progress=True)
+            if outcome.failed:
+                raise SweepFailed(spec.name, outcome)
+            results.append((read_dataset(outcome.folder, outcome.tasks), outcome.points))
+    return results
+
+
+def queue(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
     """The EchoMQ queue studies: their figures and tables."""
     from simulator.charts import save
     from simulator.charts.queue import (
@@ -146,7 +205,7 @@ def queue(out_dir: Path, full: bool) -> list[Path]:
     return paths
 
 
-def memory(out_dir: Path, full: bool) -> list[Path]:
+def memory(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
     """Charts from the committed memory tables (no server needed; ``memory`` measures them)."""
     from simulator.charts import save
     from simulator.charts.memory import bigkey_figure, encoding_cliff_figure, per_user_figure
@@ -161,7 +220,7 @@ def memory(out_dir: Path, full: bool) -> list[Path]:
 
 
 #: Every chart job by the name ``charts --only`` takes, in the order ``charts`` runs them.
-CHART_JOBS: dict[str, Callable[[Path, bool], list[Path]]] = {
+CHART_JOBS: dict[str, Callable[..., list[Path]]] = {
     "burst": burst,
     "accuracy": accuracy,
     "queue": queue,

@@ -19,7 +19,13 @@ import redis
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import BackendError, RedisBackend
-from simulator.cli.args import UsageError, algorithm_name, positive_float, positive_int
+from simulator.cli.args import (
+    UsageError,
+    add_script_option,
+    algorithm_name,
+    positive_float,
+    positive_int,
+)
 from simulator.studies import bigkey, memory
 
 __all__ = ["register", "cmd_memory", "table_tag"]
@@ -68,14 +74,19 @@ def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> li
         f"stop loading at {budget_gib:g} GiB used_memory",
         file=sys.stderr,
     )
+    from simulator.userscripts import user_scripts
+
+    mine = user_scripts()  # --script: each in its steady state, at the limit
     only = tuple(args.algorithm or ())
-    layouts = [la for la in memory.LAYOUTS if not only or la.algorithm in only]
-    table, growth = memory.measure_all(
-        backend, users, int(budget_gib * GIB), server, layouts, script_users=args.script_users
-    )
-    study = bigkey.bigkey_study(
-        backend, decisions=args.decisions, **({"algorithms": only} if only else {})
-    )
+    every = [*memory.LAYOUTS, *(memory.Layout(n) for n in mine)]
+    layouts = [la for la in every if not only or la.algorithm in only]
+    table = growth = None
+    if not args.bigkey_only:
+        table, growth = memory.measure_all(
+            backend, users, int(budget_gib * GIB), server, layouts, script_users=args.script_users
+        )
+    chosen = only or (*bigkey.ALGORITHMS_STUDIED, *mine)
+    study = bigkey.bigkey_study(backend, decisions=args.decisions, algorithms=chosen)
     bigkeys = _stamp(
         study,
         facts,
@@ -85,11 +96,15 @@ def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> li
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tag = table_tag(users)
-    frames = {
-        out / f"memory_per_user_{tag}.csv": table,
-        out / f"memory_growth_{tag}.csv": growth,
-        out / "memory_bigkey.csv": bigkeys,
-    }
+    frames = (
+        {}
+        if table is None
+        else {
+            out / f"memory_per_user_{tag}.csv": table,
+            out / f"memory_growth_{tag}.csv": growth,
+        }
+    )
+    frames[out / "memory_bigkey.csv"] = bigkeys
     if not only or "sliding_log" in only:  # the log's encoding sweep
         frames[out / "memory_encoding.csv"] = _stamp(
             bigkey.encoding_sweep(backend, decisions=min(args.decisions, 300)),
@@ -131,12 +146,12 @@ def _merged(path: Path, new: pd.DataFrame, only: tuple[str, ...]) -> pd.DataFram
     return pd.concat(parts, ignore_index=True)
 
 
-def _print_summary(table: pd.DataFrame, bigkey: pd.DataFrame) -> None:
+def _print_summary(table: pd.DataFrame | None, bigkey: pd.DataFrame) -> None:
     print(
         f"{'algorithm':<16}{'state':<7}{'limit':>6} {'ids':<11}{'MEMORY USAGE':>13}"
         f"{'used_memory/user':>17}{'users':>10}{'total at 5M':>14}  encoding"
     )
-    for r in table.itertuples():
+    for r in () if table is None else table.itertuples():
         print(
             f"{r.algorithm:<16}{r.state:<7}{r.limit:>6} {r.id_format or '-':<11}"
             f"{r.memory_usage_bytes_per_user:>11} B{r.bytes_per_user_used_memory:>13.1f} B"
@@ -255,5 +270,12 @@ def register(subparsers: Any) -> None:
         f"{', '.join(ALGORITHMS)}); its rows replace its earlier ones in the tables, the other "
         "algorithms' rows are kept",
     )
+    p.add_argument(
+        "--bigkey-only",
+        action="store_true",
+        help="run only the big-key study (bytes per user and server us per decision at 5, 100 "
+        "and 10,000 requests/min, all algorithms in one run) and the log's encoding sweep",
+    )
     p.add_argument("--out-dir", default="data", metavar="DIR", help="output folder (default data)")
+    add_script_option(p)
     p.set_defaults(func=cmd_memory)

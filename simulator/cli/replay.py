@@ -14,6 +14,7 @@ from simulator.cli.args import (
     add_backend_options,
     add_limit_options,
     add_param_option,
+    add_script_option,
     algorithm_name,
     params_for,
     positive_int,
@@ -212,4 +213,5 @@ def register(sub: Any) -> None:
         help="on a real server, requests sent per pipeline (default 1000; 1 = one round trip "
         "per decision); decisions are the same either way",
     )
+    add_script_option(p)
     p.set_defaults(func=cmd_replay)

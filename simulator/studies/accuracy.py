@@ -25,12 +25,12 @@ Summary (Cloudflare's figures, our definitions)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from simulator.fastref import _sort, decide_bulk
+from simulator.fastref import _sort, decide_any, decide_bulk
 from simulator.metrics import trailing_admitted
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "study",
     "lua_check",
     "load_sweep",
+    "load_point",
 ]
 
 #: Cloudflare's published figures (blog "How we built rate limiting capable of scaling to
@@ -78,15 +79,24 @@ def exact_before(
     return trailing_admitted(codes, t_ms, admitted, window_ms, order, including_self=False)
 
 
-def compare(trace: pd.DataFrame, limit: int, window_ms: int, family: str = "") -> pd.DataFrame:
+def compare(
+    trace: pd.DataFrame,
+    limit: int,
+    window_ms: int,
+    family: str = "",
+    algorithm: str = "sliding_counter",
+    params: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
     """The same offered traffic through the counter and the exact log: one row per request.
 
-    Rows come sorted by (client, time, arrival); ``client`` is an integer code.
+    Rows come sorted by (client, time, arrival); ``client`` is an integer code. ``algorithm``
+    (with its own ``params``) stands in for the counter: any algorithm can be judged against
+    the exact log this way (``estimate`` is then whatever it compares with the limit).
     """
     codes, _ = pd.factorize(trace["client"].astype(str), sort=False)
     codes = codes.astype("int64")
     t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")).astype("int64")
-    counter = decide_bulk("sliding_counter", codes, t_ms, limit, window_ms)
+    counter = decide_any(algorithm, codes, t_ms, limit, window_ms, params)
     log = decide_bulk("sliding_log", codes, t_ms, limit, window_ms, order=counter.order)
     exact = exact_before(codes, t_ms, counter.allowed, window_ms, order=counter.order)
     o = counter.order
@@ -276,13 +286,28 @@ def load_sweep(
     loads: Iterable[float], clients: int = 100, kind: str = "poisson", seed: int = 0
 ) -> pd.DataFrame:
     """The summary figures as the offered load (in units of the limit) grows, for one kind."""
+    rows = [
+        load_point(kind, float(load), clients, seed + i) | {"load": load, "kind": kind}
+        for i, load in enumerate(loads)
+    ]
+    return pd.DataFrame(rows)
+
+
+def load_point(
+    kind: str,
+    load: float,
+    clients: int,
+    seed: int,
+    limit: int = 100,
+    window_ms: int = 60_000,
+    duration_ms: int = 600_000,
+    algorithm: str = "sliding_counter",
+    params: Mapping[str, float] | None = None,
+) -> dict:
+    """One point of :func:`load_sweep`: the summary figures of ``algorithm`` against the exact
+    log for ``clients`` of one kind at one offered load (a sweep's task)."""
     from simulator.studies.families import Family, offered
 
-    rows = []
-    for i, load in enumerate(loads):
-        f = Family(f"{kind}@{load:g}", kind, clients, load=float(load), seed=seed + i)
-        d = compare(offered(f), f.limit, f.window_ms, f.name)
-        rows.append(
-            summarise(d, per_client(d, f.limit), f.limit, f.name) | {"load": load, "kind": kind}
-        )
-    return pd.DataFrame(rows)
+    f = Family(f"{kind}@{load:g}", kind, clients, load, duration_ms, limit, window_ms, seed)
+    d = compare(offered(f), f.limit, f.window_ms, f.name, algorithm, params)
+    return summarise(d, per_client(d, f.limit), f.limit, f.name)

@@ -20,7 +20,15 @@ from simulator.clients import register_process
 from simulator.scenario import ClientSpec, ConfigError
 from simulator.traffic import burst_at
 
-__all__ = ["Burst", "BurstSchedule", "SeamTimer", "EndBunching", "BurstThenRate"]
+__all__ = [
+    "Burst",
+    "BurstSchedule",
+    "SeamTimer",
+    "EndBunching",
+    "BurstThenRate",
+    "hand_made",
+    "schedule_of",
+]
 
 Burst = tuple[int, int]  # (at_ms, n)
 
@@ -97,3 +105,24 @@ class BurstThenRate(ClientSpec):
 
 
 register_process(BurstThenRate, burst_at, reacts=False)
+
+
+def hand_made(
+    limit: int, window_ms: int, burst: int
+) -> dict[str, SeamTimer | EndBunching | BurstThenRate]:
+    """The hand-made adversaries of the worst-case table by column name, for a limit of
+    ``limit`` per ``window_ms`` (``burst``: a bucket's, the limit by default)."""
+    L, w = limit, window_ms
+    return {
+        "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
+        "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
+        "burst_then_rate": BurstThenRate("refill", w, burst, L, at_ms=w),
+    }
+
+
+def schedule_of(algorithm: str, text: str) -> BurstSchedule:
+    """The schedule a row of the worst-case table names (``100@59999ms 100@119998ms``)."""
+    bursts = [part.removesuffix("ms").split("@") for part in text.split()]
+    return BurstSchedule(
+        f"search-{algorithm}", tuple(int(t) for _, t in bursts), tuple(int(n) for n, _ in bursts)
+    )

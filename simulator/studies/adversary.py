@@ -16,22 +16,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from simulator.algorithms import BULK
 from simulator.fastref import decide_bulk
 from simulator.metrics import max_in_window, trailing_admitted
 from simulator.model import simulate
 from simulator.scenario import ClientSpec, ConfigError, Scenario
-from simulator.studies.adversaries import (
-    Burst,
-    BurstSchedule,
-    BurstThenRate,
-    EndBunching,
-    SeamTimer,
-)
+from simulator.studies.adversaries import Burst, BurstSchedule, hand_made, schedule_of
+
+#: Generations of the search for an algorithm without a bulk kernel (a user's script).
+LUA_GENERATIONS = 8
 
 __all__ = [
     "peak_admitted",
@@ -40,6 +38,8 @@ __all__ = [
     "search",
     "confirm_on_lua",
     "worst_cases",
+    "worst_case",
+    "schedule_of",
 ]
 
 
@@ -57,10 +57,19 @@ def peak_admitted(
     at = np.array([b[0] for b in bursts], dtype="int64")
     n = np.array([b[1] for b in bursts], dtype="int64")
     t = np.repeat(at, n)
-    bulk = decide_bulk(
-        algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms, params=params
-    )
-    adm = t[bulk.allowed]
+    if algorithm in BULK:
+        allowed = decide_bulk(
+            algorithm, np.zeros(len(t), dtype="int64"), t, limit, window_ms, params=params
+        ).allowed
+    else:  # a user's script: no bulk kernel, so the Lua path on the fake server
+        spec = BurstSchedule("search", tuple(int(x) for x in at), tuple(int(k) for k in n))
+        frame = simulate(
+            Scenario(
+                algorithm, limit, window_ms, int(at.max()) + 1, (spec,), params=dict(params or {})
+            )
+        )
+        allowed = frame.sort_values("t_ms", kind="stable")["allowed"].to_numpy()
+    adm = t[allowed]
     if len(adm) == 0:
         return 0, 0
     one = np.zeros(len(adm), dtype="int64")  # one client; its admitted requests, in order
@@ -270,32 +279,40 @@ def worst_cases(
     """Per algorithm (each with its defaults, then each variant, e.g. a bucket with a small
     burst): the hand-made adversaries and the search, each confirmed on the Lua path. Results
     are keyed by the algorithm's name or the variant's label."""
-    L, w = config.limit, config.window_ms
     rows, results = [], {}
     runs: list[Variant] = [(a, a, {}) for a in algorithms] + list(variants)
     for label, algorithm, params in runs:
-        result = search(algorithm, config, params=params)
-        results[label] = result
-        own = " ".join(f"{k}={v:g}" for k, v in params.items())
-        row = {"algorithm": algorithm, "params": own, "limit": L, "window_s": w / 1000}
-        burst = int(params.get("burst", L))
-        named: dict[str, ClientSpec] = {
-            "seam_timer": SeamTimer("seam", w, L, seam=1, before_ms=1),
-            "end_bunching": EndBunching("bunch", w, L, windows=2, lead_ms=1),
-            "burst_then_rate": BurstThenRate("refill", w, burst, L, at_ms=w),
-        }
-        for name, spec in named.items():
-            row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w, params)[0]  # type: ignore[attr-defined]
-        lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w, params)
-        row |= {
-            "search_max": result.max_in_window,
-            "search_ratio": result.ratio,
-            "lua_max": lua_peak,
-            "schedule": " ".join(f"{n}@{t}ms" for t, n in result.schedule.bursts()),
-            "evaluations": result.evaluations,
-            "generations": result.generations,
-        }
+        row, results[label] = worst_case(algorithm, config, params)
         rows.append(row)
         if on_algorithm is not None:
             on_algorithm(label)
     return pd.DataFrame(rows), results
+
+
+def worst_case(
+    algorithm: str,
+    config: SearchConfig = SearchConfig(),
+    params: Mapping[str, float] | None = None,
+) -> tuple[dict, SearchResult]:
+    """One row of :func:`worst_cases` (a sweep's task) and its search result."""
+    L, w, params = config.limit, config.window_ms, dict(params or {})
+    # A user's script runs on the Lua path (a few ms per schedule): a shorter search.
+    lua_only = algorithm not in BULK
+    if lua_only:
+        config = replace(config, generations=min(config.generations, LUA_GENERATIONS))
+    result = search(algorithm, config, params=params)
+    own = " ".join(f"{k}={v:g}" for k, v in params.items())
+    row: dict = {"algorithm": algorithm, "params": own, "limit": L, "window_s": w / 1000}
+    for name, spec in hand_made(L, w, int(params.get("burst", L))).items():
+        row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w, params)[0]
+    lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w, params)
+    row |= {
+        "search_max": result.max_in_window,
+        "search_ratio": result.ratio,
+        "lua_max": lua_peak,
+        "schedule": " ".join(f"{n}@{t}ms" for t, n in result.schedule.bursts()),
+        "evaluations": result.evaluations,
+        "generations": result.generations,
+        "searched_on": "lua (no bulk kernel)" if lua_only else "bulk kernel",
+    }
+    return row, result

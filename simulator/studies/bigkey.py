@@ -23,7 +23,10 @@ from simulator.backends import RedisBackend
 from simulator.studies.memory import _pipelined
 from simulator.studies.weighing import _encoding, _text, flush, server_facts
 
-__all__ = ["decision_cost", "encoding_sweep", "bigkey_study", "SWEEP_SIZES"]
+__all__ = ["decision_cost", "encoding_sweep", "bigkey_study", "SWEEP_SIZES", "ALGORITHMS_STUDIED"]
+
+#: The log beside the counters and buckets the card recommends instead of it at high limits.
+ALGORITHMS_STUDIED = ("sliding_log", "fixed_window", "sliding_counter", "token_bucket", "gcra")
 
 
 def _evalsha_stats(client: Any) -> tuple[int, int]:
@@ -116,13 +119,7 @@ def encoding_sweep(
 def bigkey_study(
     backend: RedisBackend,
     limits: Sequence[int] = (5, 100, 10_000),
-    algorithms: Sequence[str] = (
-        "sliding_log",
-        "fixed_window",
-        "sliding_counter",
-        "token_bucket",
-        "gcra",
-    ),
+    algorithms: Sequence[str] = ALGORITHMS_STUDIED,
     decisions: int = 1000,
 ) -> pd.DataFrame:
     """Log versus counters at a login-sized, an interview-sized and an API-key-sized limit."""

@@ -50,6 +50,51 @@ def small_burst_variants(limit: int, share: float = 0.1) -> list[Variant]:
     ]
 
 
+#: Requests of each family a user's script decides on the Lua path (whole clients, the first ones).
+LUA_SAMPLE = 20_000
+
+
+def _row(
+    family: str,
+    label: str,
+    name: str,
+    params: Mapping[str, float],
+    limit: int,
+    window_ms: int,
+    codes: np.ndarray,
+    t_ms: np.ndarray,
+    a: np.ndarray,
+    e: np.ndarray,
+    order: np.ndarray,
+    decided_on: str,
+) -> dict:
+    """The figures of one algorithm's admissions ``a`` beside the log's ``e`` (same requests)."""
+    n = len(t_ms)
+    clients = int(codes.max()) + 1 if n else 0
+    inside = trailing_admitted(codes, t_ms, a, window_ms, order)
+    per_client = np.zeros(max(clients, 1), dtype="int64")
+    np.maximum.at(per_client, codes[a], inside[a])
+    pct = 100.0 / max(n, 1)
+    return {
+        "family": family,
+        "algorithm": name,
+        "variant": label,
+        "params": " ".join(f"{k}={v:g}" for k, v in params.items()),
+        "limit": limit,
+        "window_s": window_ms / 1000,
+        "requests": n,
+        "clients": clients,
+        "decided_on": decided_on,
+        "admitted_pct": a.sum() * pct,
+        "admitted_vs_log_pct": 100.0 * a.sum() / max(int(e.sum()), 1),
+        "decided_differently_pct": (a != e).sum() * pct,
+        "wrongly_admitted_pct": (a & ~e).sum() * pct,
+        "wrongly_refused_pct": (~a & e).sum() * pct,
+        "clients_over_limit_pct": 100.0 * (per_client > limit).sum() / max(clients, 1),
+        "max_in_window_ratio": float(per_client.max()) / limit if clients else 0.0,
+    }
+
+
 def compare_contracts(
     trace: pd.DataFrame,
     limit: int,
@@ -57,38 +102,59 @@ def compare_contracts(
     family: str = "",
     variants: Sequence[Variant] = (),
 ) -> pd.DataFrame:
-    """One row per algorithm (with its defaults, then each variant) on one offered trace."""
+    """One row per algorithm (with its defaults, then each variant) on one offered trace.
+
+    An algorithm without a bulk kernel (a user's script) is decided on the Lua path, on the
+    first whole clients of the trace up to :data:`LUA_SAMPLE` requests, beside the log's
+    decisions on those same requests; its ``decided_on`` says so."""
+    from simulator.playback import replay
+
     codes = pd.factorize(trace["client"].astype(str), sort=False)[0].astype("int64")
     t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")).astype("int64")
     log = decide_bulk(EXACT, codes, t_ms, limit, window_ms)
     runs: list[Variant] = [(name, name, {}) for name in ALGORITHMS if name in BULK]
     rows = []
-    n, clients = len(t_ms), int(codes.max()) + 1 if len(codes) else 0
     for label, name, params in [*runs, *variants]:
         bulk = decide_bulk(name, codes, t_ms, limit, window_ms, order=log.order, params=params)
-        a, e = bulk.allowed, log.allowed
-        inside = trailing_admitted(codes, t_ms, a, window_ms, log.order)
-        per_client = np.zeros(max(clients, 1), dtype="int64")
-        np.maximum.at(per_client, codes[a], inside[a])
-        pct = 100.0 / max(n, 1)
         rows.append(
-            {
-                "family": family,
-                "algorithm": name,
-                "variant": label,
-                "params": " ".join(f"{k}={v:g}" for k, v in params.items()),
-                "limit": limit,
-                "window_s": window_ms / 1000,
-                "requests": n,
-                "clients": clients,
-                "admitted_pct": a.sum() * pct,
-                "admitted_vs_log_pct": 100.0 * a.sum() / max(int(e.sum()), 1),
-                "decided_differently_pct": (a != e).sum() * pct,
-                "wrongly_admitted_pct": (a & ~e).sum() * pct,
-                "wrongly_refused_pct": (~a & e).sum() * pct,
-                "clients_over_limit_pct": 100.0 * (per_client > limit).sum() / max(clients, 1),
-                "max_in_window_ratio": float(per_client.max()) / limit if clients else 0.0,
-            }
+            _row(
+                family,
+                label,
+                name,
+                params,
+                limit,
+                window_ms,
+                codes,
+                t_ms,
+                bulk.allowed,
+                log.allowed,
+                log.order,
+                "bulk kernel",
+            )
+        )
+    for name in [n for n in ALGORITHMS if n not in BULK]:
+        sizes = np.bincount(codes)
+        upto = int(np.searchsorted(np.cumsum(sizes), LUA_SAMPLE)) + 1
+        rows_in = np.flatnonzero(codes < upto)
+        sample = trace.iloc[rows_in].reset_index(drop=True)
+        lua = replay(sample, name, limit, window_ms)["allowed"].to_numpy()
+        c, t = codes[rows_in], t_ms[rows_in]
+        exact = decide_bulk(EXACT, c, t, limit, window_ms)
+        rows.append(
+            _row(
+                family,
+                name,
+                name,
+                {},
+                limit,
+                window_ms,
+                c,
+                t,
+                lua,
+                exact.allowed,
+                exact.order,
+                f"lua, {len(rows_in):,} of {len(t_ms):,} requests",
+            )
         )
     return pd.DataFrame(rows)
 

@@ -120,6 +120,9 @@ LAYOUTS: tuple[Layout, ...] = (
 def _request_times(layout: Layout, now_ms: int) -> list[int]:
     """``limit`` requests spread evenly over each window that builds the state."""
     w, step = layout.window_ms, layout.window_ms / layout.limit
+    if layout.model.drained:  # a bucket: its burst (the limit) at once, then one per token
+        start = now_ms - w + 1
+        return [start] * layout.limit + [start + round((i + 1) * step) for i in range(layout.limit)]
     if layout.model.trailing:  # e.g. the log's window is (now - W, now]
         return [now_ms - w + round((i + 1) * step) for i in range(layout.limit)]
     first = (now_ms // w - layout.windows + 1) * w

@@ -1,0 +1,60 @@
+"""``python -m simulator check FILE --as NAME``: grade a limiter script against a reference."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from simulator.algorithms import ALGORITHMS, REFERENCES
+
+__all__ = ["register", "cmd_check"]
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from simulator.userscripts import register_script
+    from simulator.userscripts.check import check
+
+    mine = register_script(args.file, "checked_script").name
+    try:
+        if args.against is not None:
+            theirs = register_script(args.against, "against_script").name
+            verdict = check(mine, theirs, reference=False, seed=args.seed)
+            what = f"{args.against}"
+        else:
+            verdict = check(mine, args.as_, seed=args.seed)
+            what = f"the {args.as_} reference"
+    finally:
+        ALGORITHMS.pop("checked_script", None)
+        ALGORITHMS.pop("against_script", None)
+    print(f"{args.file} against {what}: {verdict}")
+    return 0 if verdict.agrees else 1
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="grade a limiter script against an algorithm's reference (or another script)",
+        description="Plays a battery of traces (the practice case, window seams, many requests in "
+        "one millisecond, idle gaps longer than the window, many clients, odd client ids, "
+        "seeded random traffic) through FILE on a fresh fake server and through the reference "
+        "of --as (or through --against FILE2), and prints 'agrees on N decisions over M "
+        "traces' or the first decision that differs. Exit status 0 when they agree, 1 when "
+        "they differ, 2 for a script or declaration that cannot run.",
+    )
+    p.add_argument("file", type=Path, metavar="FILE", help="the script (.lua) with its declaration")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--as",
+        dest="as_",
+        choices=sorted(REFERENCES),
+        metavar="NAME",
+        help=f"the algorithm it implements: one of {', '.join(sorted(REFERENCES))}",
+    )
+    which.add_argument(
+        "--against", type=Path, metavar="FILE2", help="a second script to compare it with"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the battery's random traces (default 0)"
+    )
+    p.set_defaults(func=cmd_check)

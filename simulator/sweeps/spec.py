@@ -1,0 +1,190 @@
+"""A sweep spec: which study, over which grid. A small TOML file, checked before anything runs.
+
+::
+
+    name = "error_by_load"          # the dataset's folder: data/sweeps/error_by_load/
+    study = "accuracy"              # accuracy | adversary | burst
+    [grid]                          # every key is an axis and a column of the dataset
+    algorithm = ["sliding_counter", "fixed_window"]   # or "all": every registered one
+    limit = [10, 100]
+    window_s = 60                   # a single value is an axis of one
+    kind = ["poisson", "on_off"]    # traffic families
+    load = [0.5, 1, 2]
+    seed = [0, 1, 2]
+    [grid.params]                   # the algorithms' own parameters, for those that declare them
+    burst = [10, 20]
+
+Each study has its own axes, each with a default (:data:`simulator.sweeps.studies.STUDIES`);
+the algorithms and their parameters come from the registry, so a newly registered algorithm is a
+valid value at once. Every mistake is one :class:`~simulator.scenario.ConfigError` naming the
+file and the field (``sweep.toml: grid.limit[1]: must be an integer from 1 to ...``); a TOML
+syntax error names its line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simulator.scenario import ConfigError
+
+__all__ = ["SweepSpec", "parse_spec", "load_spec", "grid_points", "MAX_POINTS"]
+
+#: The most grid points one spec may have (a typo such as 1e6 seeds should not start a sweep).
+MAX_POINTS = 1_000_000
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A checked spec: the study, its axes (name -> values, in the study's order), the
+    algorithms' own parameters (name -> values) and where it came from (for messages)."""
+
+    name: str
+    study: str
+    grid: Mapping[str, tuple[Any, ...]]
+    params: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    source: str = "spec"
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """The spec in the TOML file at ``path`` (its name defaults to the file's stem)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the sweep spec ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: a sweep spec must be UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data.setdefault("name", path.stem)
+    return parse_spec(data, source=path.name)
+
+
+def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
+    """A spec from its parsed form (a TOML file's tables, or a dict built in Python)."""
+    from simulator.sweeps.studies import STUDIES
+
+    unknown = set(data) - {"name", "study", "grid", "description"}
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown key {sorted(unknown)[0]!r} (a spec has name, study, "
+            "description and [grid])"
+        )
+    name = data.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigError(
+            f"{source}: name: must be a folder name (letters, digits, _ . -), got {name!r}"
+        )
+    study_name = data.get("study")
+    if study_name == "memory":
+        raise ConfigError(
+            f"{source}: study: memory is not a sweep study (it measures one real server at a "
+            "time: python -m simulator memory)"
+        )
+    if study_name not in STUDIES:
+        raise ConfigError(
+            f"{source}: study: must be one of {', '.join(STUDIES)}, got {study_name!r}"
+        )
+    study = STUDIES[study_name]
+    grid = data.get("grid", {})
+    if not isinstance(grid, Mapping):
+        raise ConfigError(f"{source}: grid: must be a table ([grid])")
+    axes = {a.name: a for a in study.axes}
+    for key in grid:
+        if key != "params" and key not in axes:
+            raise ConfigError(
+                f"{source}: grid.{key}: the {study.name} study has no such axis "
+                f"(its axes: {', '.join(axes)}; algorithm parameters go in [grid.params])"
+            )
+    owner = f"{source}: grid"
+    checked: dict[str, tuple[Any, ...]] = {}
+    for axis in study.axes:
+        raw = grid.get(axis.name, axis.default)
+        values = _values(owner, axis.name, raw)
+        checked[axis.name] = tuple(
+            axis.check(owner, f"{axis.name}[{i}]" if isinstance(raw, list) else axis.name, v)
+            for i, v in enumerate(values)
+        )
+    params = _params(owner, grid.get("params", {}), checked["algorithm"])
+    spec = SweepSpec(name, study.name, checked, params, source)
+    total = sum(1 for _ in _iter_points(spec, limit=MAX_POINTS + 1))
+    if total > MAX_POINTS:
+        raise ConfigError(f"{source}: grid: more than {MAX_POINTS:,} points; split the sweep")
+    return spec
+
+
+def _values(owner: str, name: str, raw: Any) -> list[Any]:
+    if raw == "all" and name == "algorithm":
+        from simulator.algorithms import ALGORITHMS
+
+        return list(ALGORITHMS)
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise ConfigError(f"{owner}.{name}: an empty list leaves no grid points")
+    return values
+
+
+def _params(owner: str, raw: Any, algorithms: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
+    from simulator.algorithms import ALGORITHMS
+
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{owner}.params: must be a table ([grid.params])")
+    declared = {p.name for a in algorithms for p in ALGORITHMS[a].params_declared}
+    out: dict[str, tuple[Any, ...]] = {}
+    for name, value in raw.items():
+        if name not in declared:
+            raise ConfigError(
+                f"{owner}.params.{name}: none of the algorithms in the grid declares it "
+                f"(their own parameters: {', '.join(sorted(declared)) or 'none'})"
+            )
+        out[name] = tuple(_values(f"{owner}.params", name, value))
+    return out
+
+
+def _iter_points(spec: SweepSpec, limit: int | None = None) -> Any:
+    from simulator.algorithms import ALGORITHMS
+    from simulator.algorithms.base import own_params
+    from simulator.sweeps.studies import STUDIES
+    from simulator.userscripts.shipping import digest
+
+    study = STUDIES[spec.study]
+    others = [n for n in spec.grid if n != "algorithm"]
+    count = 0
+    for algorithm in spec.grid["algorithm"]:
+        own = [p.name for p in ALGORITHMS[algorithm].params_declared if p.name in spec.params]
+        for combo in itertools.product(*(spec.grid[n] for n in others)):
+            point = {"algorithm": algorithm, **dict(zip(others, combo, strict=True))}
+            for values in itertools.product(*(spec.params[n] for n in own)):
+                given = dict(zip(own, values, strict=True))
+                if given:  # checked against the algorithm's declarations, naming the value
+                    window_ms = max(1, round(point.get("window_s", 60.0) * 1000))
+                    limit_ = point.get("limit", 100)
+                    own_params(
+                        f"{spec.source}: grid ({algorithm})",
+                        ALGORITHMS[algorithm].params_declared,
+                        given,
+                        limit_,
+                        window_ms,
+                    )
+                full = point | {f"param_{n}": v for n, v in given.items()}
+                if (sha := digest(algorithm)) is not None:  # a user's script: which version
+                    full["script_sha"] = sha
+                yield study.derive(full, spec) if study.derive else full
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+
+
+def grid_points(spec: SweepSpec) -> list[dict[str, Any]]:
+    """Every grid point, in order (algorithm outermost, then the study's axes as listed, the
+    algorithm's own parameters innermost); each is one task's parameters."""
+    return list(_iter_points(spec))

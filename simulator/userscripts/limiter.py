@@ -1,0 +1,280 @@
+"""A user's script as an algorithm of the registry: keys, ARGV and reply from its declaration.
+
+:func:`register_script` reads the script and its declaration, compiles the script once (a syntax
+error is reported with its line before anything runs), makes a :class:`~simulator.algorithms.
+base.Limiter` subclass for it and adds it to :data:`~simulator.algorithms.ALGORITHMS`, so every
+command and study that reads the registry takes it: ``burst``, ``replay``, ``simulate``, the
+accuracy comparison (on the Lua path: a user script has no bulk kernel), the worst-case search,
+memory per user, the charts (with a colour of its own).
+
+On the fake server each call is watched: a script that writes a key it was not given is stopped
+with a message naming the key. A reply of the wrong shape names the element; a script that
+raises stops the run with the server's message; all of them are :class:`UserScriptError`
+(a ConfigError: exit status 2), and the decisions made before are kept.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.base import Limiter, MemoryModel, Param
+from simulator.backends import FakeRedisBackend, ScriptError
+from simulator.keys import hash_tag
+from simulator.records import Decision
+from simulator.scenario import ConfigError
+from simulator.scripts import add
+from simulator.userscripts.declaration import (
+    Declaration,
+    DeclarationError,
+    check_name,
+    read_declaration,
+)
+
+__all__ = [
+    "UserScriptError",
+    "UserScript",
+    "register_script",
+    "install_script",
+    "user_scripts",
+    "SCRIPT_COLOURS",
+]
+
+#: Colours for users' scripts, none of them an algorithm's or a role's.
+SCRIPT_COLOURS = ("#393b79", "#637939", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354")
+
+
+class UserScriptError(ScriptError, ConfigError):
+    """A user's script misbehaved; the message names the file and what it did."""
+
+
+def _compile_check(path: Path, source: str) -> None:
+    """A syntax error, with its line, before the script runs anywhere."""
+    import lupa.lua51 as lua  # the Lua fakeredis and Redis run (5.1)
+
+    try:
+        lua.LuaRuntime(encoding=None).compile(source.encode("utf-8"))
+    except lua.LuaSyntaxError as exc:
+        text = exc.args[0] if exc.args else ""
+        said = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+        said = re.sub(r'^\[string "[^"]*"\]:(\d+):', r"line \1:", said.strip())
+        raise UserScriptError(f"{path}: Lua syntax error: {said}") from None
+
+
+class UserScript(Limiter):
+    """A limiter run from a user's script; subclasses are made by :func:`register_script`."""
+
+    declaration: ClassVar[Declaration]
+    path: ClassVar[Path]
+    source: ClassVar[str]
+    reference = None  # type: ignore[assignment]  # none: check grades it against another's
+    #: Every key a script is given holds the client's hash tag (the declaration is refused
+    #: otherwise), so its clients never share state: a run of it can be split by client.
+    per_client = True
+
+    def __init__(self, backend: Any, limit: int, window_ms: int, **params: object) -> None:
+        super().__init__(backend, limit, window_ms, **params)
+        self._seq = 0
+        self._declared: set[bytes] = set()
+        self._written: set[bytes] = set()
+        if isinstance(backend, FakeRedisBackend):
+            self._watch(backend)
+
+    def _watch(self, backend: FakeRedisBackend) -> None:
+        """Record every key the fake server writes (each write goes through these two)."""
+        db = backend.server.dbs[0]
+        written, notify, schedule = self._written, db.notify_watch, db.schedule_expiry
+
+        def notify_watch(key: bytes) -> None:
+            written.add(key)
+            notify(key)
+
+        def schedule_expiry(key: bytes, expireat: float | None) -> None:
+            written.add(key)
+            schedule(key, expireat)
+
+        db.notify_watch, db.schedule_expiry = notify_watch, schedule_expiry  # type: ignore[method-assign]
+
+    def keys(self, client: str, now_ms: int) -> Sequence[str]:
+        idx = now_ms // self.window_ms
+        values = {
+            "client": hash_tag(client),
+            "window": idx,
+            "window-1": idx - 1,
+            "window+1": idx + 1,
+        }
+        out = [t.format_map(_Fields(values)) for t in self.declaration.keys]
+        self._declared.update(k.encode("utf-8", "surrogateescape") for k in out)
+        return out
+
+    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
+        if cost != 1 and "cost" not in self.declaration.argv:
+            raise DeclarationError(
+                f"{self.path}: a request of cost {cost}, but the script takes no cost "
+                "(no 'cost' in its argv)"
+            )
+        w = self.window_ms
+        self._seq += 1
+        elapsed = now_ms % w
+        values: dict[str, Any] = {
+            "now_ms": now_ms,
+            "now_s": now_ms // 1000,
+            "window_ms": w,
+            "window_s": w // 1000 if w % 1000 == 0 else w / 1000,
+            "limit": self.limit,
+            "elapsed_ms": elapsed,
+            "elapsed_s": elapsed // 1000,
+            "elapsed_s_exact": f"{elapsed / 1000:.3f}",
+            "window_index": now_ms // w,
+            "request_id": f"{now_ms}-{self._seq}",
+            "cost": cost,
+            "burst": int(self.params.get("burst", self.limit)),
+        }
+        return [values[name] for name in self.declaration.argv]
+
+    def parse(self, reply: Any) -> Decision:  # type: ignore[override]
+        self._check_writes()
+        d, path = self.declaration, self.path
+        if isinstance(reply, ScriptError):
+            raise UserScriptError(f"{path}: the script failed: {_server_said(reply)}")
+        if not isinstance(reply, list):
+            raise UserScriptError(
+                f"{path}: the reply must be a table (a Lua array), got {reply!r}; "
+                f"reply.allowed says element {d.reply['allowed']}"
+            )
+        fields: dict[str, float] = {}
+        for name, at in d.reply.items():
+            value = reply[at - 1] if at <= len(reply) else None
+            if value is None and name != "allowed":
+                continue  # not given in this reply (a Lua nil ends the array): unknown
+            if at > len(reply):
+                raise UserScriptError(
+                    f"{path}: reply element {at} (allowed) is missing: the reply has "
+                    f"{len(reply)} element(s): {reply!r}"
+                )
+            if value is None:
+                value = 0  # Lua false arrives as nil
+            try:
+                number = float(value.decode() if isinstance(value, bytes) else value)
+            except (TypeError, ValueError):
+                number = math.nan
+            if math.isnan(number) or (name == "allowed" and number not in (0, 1)):
+                want = "0 or 1" if name == "allowed" else "a number"
+                raise UserScriptError(
+                    f"{path}: reply element {at} ({name}) is {value!r}, not {want} "
+                    f"(reply: {reply!r})"
+                )
+            fields[name] = number
+        allowed = fields["allowed"] == 1
+        scale = {"ms": 1, "s": 1000}
+        reset = fields.get("reset")
+        retry = fields.get("retry_after")
+        return Decision(
+            allowed,
+            fields.get("count", math.nan),
+            self.limit,
+            int(fields["remaining"]) if "remaining" in fields else -1,
+            -1 if reset is None else math.ceil(reset * scale[d.reset_unit]),
+            0
+            if allowed
+            else (-1 if retry is None else math.ceil(retry * scale[d.retry_after_unit])),
+        )
+
+    def failure(self, exc: ScriptError) -> UserScriptError:
+        """What a run that this script stopped reports (exit status 2, not a server's 1)."""
+        return UserScriptError(f"{self.path}: the script failed: {_server_said(exc)}")
+
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
+        keys, args = self.keys(client, now_ms), self.args(client, now_ms, cost)
+        try:
+            reply = self.backend.call(self.script, keys, args)
+        except ScriptError as exc:
+            raise UserScriptError(f"{self.path}: the script failed: {_server_said(exc)}") from None
+        return self.parse(reply)
+
+    def _check_writes(self) -> None:
+        if not self._written:
+            return
+        stray = self._written - self._declared
+        self._written.clear()
+        if stray:
+            key = sorted(stray)[0].decode("utf-8", "replace")
+            raise UserScriptError(
+                f"{self.path}: the script wrote key {key!r}, which it was not given in KEYS "
+                f"(declared: {', '.join(self.declaration.keys)}); a script may only touch its KEYS"
+            )
+
+
+def _server_said(exc: Exception) -> str:
+    """The server's error without its internals: 'line N: ...' for the script's own line."""
+    text = str(exc)
+    text = re.sub(r"Error running script \(call to f_[0-9a-f]+\): @user_script:\?: ", "", text)
+    text = re.sub(r'\[string "[^"]*"\]:(\d+):', r"line \1:", text)
+    text = re.sub(r"\s*stack traceback:.*", "", text, flags=re.S)
+    return re.sub(r"^script user:\S+ ", "", text.strip())
+
+
+class _Fields(dict):
+    def __missing__(self, name: str) -> str:
+        raise KeyError(name)
+
+
+def register_script(
+    path: str | Path, name: str | None = None, declaration: str | Path | None = None
+) -> type[UserScript]:
+    """Read, check and register the script at ``path`` as algorithm ``name`` (default: the
+    file's stem, made a valid name); returns its class. Registering the same name again
+    replaces it."""
+    path = Path(path)
+    try:
+        source = path.read_text("utf-8")
+    except OSError as exc:
+        raise DeclarationError(f"{path}: cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise DeclarationError(f"{path}: is not UTF-8 text") from None
+    name = check_name(name or path.stem.lower().replace("-", "_"), str(path))
+    existing = ALGORITHMS.get(name)
+    if existing is not None and not issubclass(existing, UserScript):
+        raise DeclarationError(f"{path}: {name!r} is a built-in algorithm; give another name")
+    decl = read_declaration(path, source, None if declaration is None else Path(declaration))
+    _compile_check(path, source)
+    used = {c.colour for n, c in ALGORITHMS.items() if n != name}
+    colour = next((c for c in SCRIPT_COLOURS if c not in used), SCRIPT_COLOURS[0])
+    return install_script(name, path, source, decl, colour)
+
+
+def install_script(
+    name: str, path: Path, source: str, decl: Declaration, colour: str
+) -> type[UserScript]:
+    """Register a script already read and checked (what :func:`register_script` does after its
+    checks, and what a Dask worker does with a script sent to it: :mod:`.shipping`)."""
+    params = (Param("burst", lambda limit, window_ms: limit, unit="", minimum=1, integer=True),)
+    script_name = f"user:{name}"
+    add(script_name, source)
+    cls = type(
+        f"UserScript_{name}",
+        (UserScript,),
+        {
+            "name": name,
+            "label": decl.label or f"{name} (your script)",
+            "colour": colour,
+            "scripts": (script_name,),
+            "uses_server_time": decl.server_time,
+            "declaration": decl,
+            "path": path,
+            "source": source,
+            "params_declared": params if "burst" in decl.argv else (),
+            "memory": MemoryModel(lambda limit, key: 0),
+        },
+    )
+    ALGORITHMS[name] = cls
+    return cls
+
+
+def user_scripts() -> list[str]:
+    """The names of the users' scripts registered now."""
+    return [n for n, c in ALGORITHMS.items() if issubclass(c, UserScript)]

@@ -1,0 +1,20 @@
+"""Tables for the notebook column."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from simulator.display import compact
+
+
+def test_compact_puts_headers_in_words_and_keeps_the_values():
+    frame = pd.DataFrame(
+        {"decided_differently_pct": [0.12345, 31.4], "clients": [1500, 3]},
+        index=pd.Index(["poisson_under", "zipf"], name="family_name"),
+    )
+    html = compact(frame, 2).to_html()
+    assert "decided differently pct" in html and "decided_differently_pct" not in html
+    assert "family name" in html
+    assert "0.12" in html and "31.40" in html and "1,500" in html
+    assert "white-space: normal" in html  # headers wrap instead of widening the table
+    assert frame.columns.tolist() == ["decided_differently_pct", "clients"]  # the frame as it was
