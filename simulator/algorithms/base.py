@@ -21,11 +21,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simulator.backends.wire import Call, Packed, pack_fields
+from simulator.keys import hash_tag
 from simulator.records import Decision, DecisionColumns
 from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int, check_number
 from simulator.scripts import Script, load
 
 __all__ = [
+    "BurstLimiter",
     "Limiter",
     "Reference",
     "BulkKernel",
@@ -285,3 +287,26 @@ def _usual_columns(replies: Sequence[Any]) -> DecisionColumns | None:
         return None  # parse() says what is wrong
     flags, limits, left, reset, retry = ints
     return DecisionColumns(flags == 1, counts, limits, left, reset, retry)
+
+
+class BurstLimiter(Limiter):
+    """A limiter with one key per client and a ``burst`` (the buckets): the call is
+    ``KEYS = (<key_prefix><hash tag>,)``, ``ARGV = (now_ms, window_ms, limit, burst, cost)``."""
+
+    #: The key's name before the client's hash tag, e.g. ``rl:tb:``.
+    key_prefix: ClassVar[str]
+
+    def keys(self, client: str, now_ms: int) -> Sequence[str]:
+        return (f"{self.key_prefix}{hash_tag(client)}",)
+
+    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
+        return (now_ms, self.window_ms, self.limit, int(self.params["burst"]), cost)
+
+    # The reply is the usual one, its limit the burst: Limiter.parse reads it.
+
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]]:
+        keys = [f"{self.key_prefix}{tag}" for tag in map(hash_tag, clients)]
+        limit, burst = str(self.limit), str(int(self.params["burst"]))
+        return 1, [keys, list(map(str, t_ms)), str(self.window_ms), limit, burst, cost_field(costs)]

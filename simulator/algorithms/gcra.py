@@ -10,20 +10,17 @@ what it stores (one number, nothing on a refusal) and in that the state is a tim
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 
 from simulator.algorithms.base import (
     NEVER,
-    Limiter,
+    BurstLimiter,
     MemoryModel,
     Param,
     Reference,
-    cost_field,
 )
-from simulator.keys import hash_tag
 from simulator.records import Decision
 
 __all__ = ["GCRA", "GCRARef", "BURST"]
@@ -96,7 +93,7 @@ def bulk(
     return np.array(allowed, dtype=bool), np.array(levels, dtype="float64")
 
 
-class GCRA(Limiter):
+class GCRA(BurstLimiter):
     """GCRA: one theoretical arrival time per client, ``burst`` requests of tolerance."""
 
     name = "gcra"
@@ -107,19 +104,5 @@ class GCRA(Limiter):
     bulk = staticmethod(bulk)
     params_declared = (BURST,)
     # one string: a key name and one number (the time)
+    key_prefix = "rl:gc:"
     memory = MemoryModel(lambda limit, key: key + 8, drained=True)
-
-    def keys(self, client: str, now_ms: int) -> Sequence[str]:
-        return (f"rl:gc:{hash_tag(client)}",)
-
-    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
-        return (now_ms, self.window_ms, self.limit, int(self.params["burst"]), cost)
-
-    # The reply is the usual one, its limit the burst: Limiter.parse reads it.
-
-    def fields(
-        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
-    ) -> tuple[int, list[str | list[str]]]:
-        keys = [f"rl:gc:{tag}" for tag in map(hash_tag, clients)]
-        limit, burst = str(self.limit), str(int(self.params["burst"]))
-        return 1, [keys, list(map(str, t_ms)), str(self.window_ms), limit, burst, cost_field(costs)]

@@ -10,20 +10,17 @@ takes ``cost`` tokens if they are there. It has no window: in any span of ``W`` 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 
 from simulator.algorithms.base import (
     NEVER,
-    Limiter,
+    BurstLimiter,
     MemoryModel,
     Param,
     Reference,
-    cost_field,
 )
-from simulator.keys import hash_tag
 from simulator.records import Decision
 
 __all__ = ["TokenBucket", "TokenBucketRef", "BURST"]
@@ -92,7 +89,7 @@ def bulk(
     return np.array(allowed, dtype=bool), np.array(levels, dtype="float64")
 
 
-class TokenBucket(Limiter):
+class TokenBucket(BurstLimiter):
     """Token bucket: ``burst`` tokens, ``limit`` per window refilled continuously."""
 
     name = "token_bucket"
@@ -103,19 +100,5 @@ class TokenBucket(Limiter):
     bulk = staticmethod(bulk)
     params_declared = (BURST,)
     # one hash: a key name, the level and the time (two 8-byte numbers)
+    key_prefix = "rl:tb:"
     memory = MemoryModel(lambda limit, key: key + 8 + 8, drained=True)
-
-    def keys(self, client: str, now_ms: int) -> Sequence[str]:
-        return (f"rl:tb:{hash_tag(client)}",)
-
-    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
-        return (now_ms, self.window_ms, self.limit, int(self.params["burst"]), cost)
-
-    # The reply is the usual one, its limit the burst: Limiter.parse reads it.
-
-    def fields(
-        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
-    ) -> tuple[int, list[str | list[str]]]:
-        keys = [f"rl:tb:{tag}" for tag in map(hash_tag, clients)]
-        limit, burst = str(self.limit), str(int(self.params["burst"]))
-        return 1, [keys, list(map(str, t_ms)), str(self.window_ms), limit, burst, cost_field(costs)]
