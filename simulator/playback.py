@@ -14,19 +14,17 @@ from __future__ import annotations
 
 import gc
 import warnings
-from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from functools import partial
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
 import numpy as np
 import pandas as pd
-import simpy
 
-from simulator.algorithms import ALGORITHMS, Limiter
-from simulator.backends import NO_REPLY, Backend, BackendError, FakeRedisBackend, ScriptError
+from simulator.algorithms import ALGORITHMS
+from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
 from simulator.model import _stopped, run_id_for
+from simulator.pipelines import Progress, pieces, replay_process
 from simulator.realtime import ExpiryWatch, ServerClockWarning, environment_for, needs_real_time
 from simulator.records import DecisionColumns, Decisions, frame_of
 from simulator.scenario import ConfigError
@@ -40,34 +38,6 @@ PIPELINE_CALLS = 1000
 PIPELINES_IN_FLIGHT = 2
 
 
-def _batches(t_ms: Sequence[int], size: int, same_ms: bool) -> list[tuple[int, int]]:
-    """[lo, hi) bounds of consecutive requests sent together (at most ``size``; one ms if asked)."""
-    bounds, lo, n = [], 0, len(t_ms)
-    while lo < n:
-        hi = min(lo + size, n)
-        if same_ms:
-            t, hi = t_ms[lo], lo + 1
-            while hi < n and hi - lo < size and t_ms[hi] == t:
-                hi += 1
-        bounds.append((lo, hi))
-        lo = hi
-    return bounds
-
-
-def _unknown(exc: BackendError, positions: Sequence[int], show: int = 5) -> BackendError:
-    """The same error, naming the requests whose calls went to the failed node."""
-    if not positions:
-        return exc
-    first = ", ".join(str(p + 1) for p in sorted(positions)[:show])
-    more = f" and {len(positions) - show} more" if len(positions) > show else ""
-    error = BackendError(
-        f"{str(exc).rstrip('. ')}; the outcome of {len(positions)} calls sent to "
-        f"{exc.failed_node} is unknown (requests {first}{more}, counted from 1 in input order)"
-    )
-    error.replies, error.unknown, error.failed_node = exc.replies, exc.unknown, exc.failed_node
-    return error
-
-
 class Replayed(NamedTuple):
     """What :func:`replay_requests` did."""
 
@@ -75,130 +45,6 @@ class Replayed(NamedTuple):
     decided: int
     #: False when the run was slow enough that server-side expiry may have changed decisions.
     server_clock_safe: bool
-
-
-class _Progress:
-    """How far a replay got: decisions made, and the time of the first request not decided."""
-
-    __slots__ = ("decided", "next_t_ms")
-
-    def __init__(self, t0: int) -> None:
-        self.decided, self.next_t_ms = 0, t0
-
-
-def _replay_process(
-    env: simpy.Environment,
-    pieces: Iterator[Requests],
-    limiter: Limiter,
-    depth: int,
-    on_rows: Callable[[Decisions], None] | None,
-    on_progress: Callable[[int], None] | None,
-    watch: ExpiryWatch | None,
-    progress: _Progress,
-) -> Generator[simpy.Event, Any, None]:
-    batch, parse_many = limiter.batch, limiter.parse_many
-    waiting: deque[Requests] = deque()  # handed to the stream, replies not yet taken; oldest first
-    unsent: deque[Requests] = deque()  # of those, the ones the stream has not taken yet
-    ahead = max(1, depth)  # a stream takes up to ``depth`` batches before it yields a reply
-    advance = getattr(env, "advance", None)
-
-    def batches() -> Iterator[Sequence[Any]]:
-        while unsent:  # empty only once the pieces have run out (see top_up)
-            piece = unsent.popleft()
-            if watch is not None:
-                watch.start(piece.t_ms[0])
-            yield batch(piece.clients, piece.t_ms, piece.costs)
-
-    def top_up() -> None:
-        # The pieces are read here, outside the stream, so that a trace that fails to read is
-        # not taken for a server that failed.
-        while len(unsent) < ahead:
-            piece = next(pieces, None)
-            if piece is None:
-                return
-            waiting.append(piece)
-            unsent.append(piece)
-
-    backend = limiter.backend
-    # depth 0: one round trip per call, through the base class (no pipelining at all)
-    stream = (backend.stream if depth > 0 else partial(Backend.stream, backend))(batches(), depth)
-    try:
-        while True:
-            top_up()
-            if not waiting:
-                break
-            piece = waiting[0]
-            t_ms = piece.t_ms
-            progress.next_t_ms = t_ms[0]
-            if t_ms[0] > env.now and not (advance is not None and advance(t_ms[0])):
-                yield env.timeout(t_ms[0] - env.now)
-            try:
-                replies = next(stream)
-            except BackendError as exc:
-                if exc.replies is None:
-                    raise
-                # Some calls of this batch were answered before the failure (the other nodes
-                # of a cluster): their decisions are made and are kept, even out of turn.
-                answered = [
-                    i
-                    for i, r in enumerate(exc.replies)
-                    if r is not NO_REPLY and not isinstance(r, ScriptError)
-                ]
-                if on_rows is not None and answered:
-                    on_rows(_some(piece, answered, parse_many([exc.replies[i] for i in answered])))
-                progress.decided += len(answered)
-                missing = [i for i, r in enumerate(exc.replies) if r is NO_REPLY]
-                progress.next_t_ms = t_ms[missing[0] if missing else -1]
-                raise _unknown(exc, [piece.positions[i] for i in exc.unknown]) from exc
-            waiting.popleft()
-            failed = None
-            if ScriptError in map(type, replies):  # keep the decisions before the failure
-                failed = next(r for r in replies if isinstance(r, ScriptError))
-                replies = replies[: replies.index(failed)]
-            n = len(replies)
-            if on_rows is not None and (n or failed is None):
-                done = piece if n == len(t_ms) else piece.part(0, n)
-                columns = parse_many(replies)
-                on_rows(Decisions(done.positions, done.clients, done.t_ms, done.costs, columns))
-            progress.decided += n
-            if failed is not None:
-                progress.next_t_ms = t_ms[n]
-                failure = getattr(limiter, "failure", None)  # a user's script names its file
-                raise failed if failure is None else failure(failed)
-            if watch is not None:
-                watch.end(t_ms[-1])
-            if on_progress is not None:
-                on_progress(n)
-    finally:
-        close = getattr(stream, "close", None)  # a generator: release its connection now
-        if close is not None:
-            close()
-
-
-def _some(piece: Requests, which: list[int], columns: DecisionColumns) -> Decisions:
-    """The decisions of some of a piece's requests (``which``, in order)."""
-    costs = None if piece.costs is None else [piece.costs[i] for i in which]
-    return Decisions(
-        [piece.positions[i] for i in which],
-        [piece.clients[i] for i in which],
-        [piece.t_ms[i] for i in which],
-        costs,
-        columns,
-    )
-
-
-def _pieces(chunks: Iterable[Requests], size: int, same_ms: bool) -> Iterator[Requests]:
-    """The requests of ``chunks`` as the batches that will be sent; refuses any out of order."""
-    last = -1
-    for chunk in chunks:
-        t_ms = chunk.t_ms
-        if not t_ms:
-            continue
-        if t_ms[0] < last or t_ms != sorted(t_ms):  # timsort: one pass over sorted input
-            raise ValueError("requests: must come in time order (ties in trace order)")
-        last = t_ms[-1]
-        for lo, hi in _batches(t_ms, size, same_ms):
-            yield chunk.part(lo, hi)
 
 
 def _replay_requests(
@@ -229,9 +75,9 @@ def _replay_requests(
     same_ms = backend.virtual_time or realtime
     watch = None if same_ms else ExpiryWatch(window_ms)
     depth = 0 if size == 1 else 1 if same_ms else PIPELINES_IN_FLIGHT  # 0: no pipeline at all
-    progress = _Progress(t0)
-    pieces = _pieces(chain([first], chunks), size, same_ms)
-    env.process(_replay_process(env, pieces, limiter, depth, on_rows, on_progress, watch, progress))
+    progress = Progress(t0)
+    batched = pieces(chain([first], chunks), size, same_ms)
+    env.process(replay_process(env, batched, limiter, depth, on_rows, on_progress, watch, progress))
     try:
         env.run()
     except (BackendError, ScriptError) as exc:
