@@ -12,10 +12,10 @@ from simulator.scenario import Poisson
 from simulator.traffic import diurnal_times, on_off_times, poisson, poisson_by_count, poisson_gaps
 
 
-def _played(spec: Poisson, seed: int, until_ms: float) -> list[float]:
-    """The instants the SimPy process asks at, stepping it on a bare timeline."""
+def _played_process(process_fn, spec, seed: int, until_ms: float) -> list[float]:
+    """The instants ``process_fn``'s SimPy process asks at, stepped on a bare timeline."""
     timeline, times = Timeline(), []
-    process = poisson(
+    process = process_fn(
         timeline, spec, lambda name: times.append(timeline.now), np.random.default_rng(seed)
     )  # type: ignore[arg-type]
     for delay in process:
@@ -23,6 +23,11 @@ def _played(spec: Poisson, seed: int, until_ms: float) -> list[float]:
         if timeline.now >= until_ms:
             break
     return times
+
+
+def _played(spec: Poisson, seed: int, until_ms: float) -> list[float]:
+    """The instants the SimPy Poisson process asks at, stepping it on a bare timeline."""
+    return _played_process(poisson, spec, seed, until_ms)
 
 
 @settings(max_examples=60, deadline=None)
@@ -60,18 +65,6 @@ def test_vectorised_shapes_keep_their_mean_rate_inside_the_span(draw):
         assert np.all((t >= 0) & (t < 600_000))
     mean = np.mean([len(t) for t in counts])
     assert 0.9 * 6_000 < mean < 1.1 * 6_000  # 0.01 per ms for 600 s
-
-
-def _played_process(process_fn, spec, seed: int, until_ms: float) -> list[float]:
-    timeline, times = Timeline(), []
-    process = process_fn(
-        timeline, spec, lambda name: times.append(timeline.now), np.random.default_rng(seed)
-    )  # type: ignore[arg-type]
-    for delay in process:
-        timeline.now = timeline.now + delay
-        if timeline.now >= until_ms:
-            break
-    return times
 
 
 @settings(max_examples=60, deadline=None)
