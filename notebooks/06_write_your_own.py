@@ -80,29 +80,13 @@ with pd.option_context("display.max_colwidth", 200):
 # moment, which usually says *why*. Here is a classic mistake, the one the EchoMQ document warns
 # about: a first-hit window (the window starts at a client's first hit and *is* the counter's
 # time to live) whose script re-arms the expiry on **every** hit. A client that keeps sending then
-# never sees its window end.
+# never sees its window end. The script is `notebooks/exercises/mistakes/first_hit_rearmed.lua`.
 
 # %%
-WRONG = """--[[ ratelimit
-keys = ["rl:wrong:{client}"]
-argv = ["limit", "window_ms"]
-reply = { allowed = 1, count = 2 }
-server_time = true
-]]
-local limit = tonumber(ARGV[1])
-local live = tonumber(redis.call('GET', KEYS[1]) or '0')
-if live >= limit then return {0, live} end
-local count = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])  -- the mistake: the window is re-armed on every hit
-return {1, count}
-"""
-import tempfile  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 from simulator.userscripts.check import check  # noqa: E402
 
-wrong_path = Path(tempfile.mkdtemp()) / "wrong_first_hit.lua"  # not among your exercises
-wrong_path.write_text(WRONG)
+wrong_path = f"{EXERCISE_DIR}/mistakes/first_hit_rearmed.lua"
+print(open(wrong_path).read())
 register_script(wrong_path, "wrong_first_hit")
 
 verdict = check("wrong_first_hit", "echomq", seed=SEED)
