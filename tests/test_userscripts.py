@@ -196,13 +196,25 @@ def test_a_script_that_writes_an_undeclared_key_or_raises_keeps_what_was_decided
             "local reset", "if count == 3 then redis.call('SET', 'elsewhere', 1) end\nlocal reset"
         ),
     )
+    # past the guard (the server's own table): the fake server's watch on writes still sees it
+    escaped = scripts(
+        "escaped.lua",
+        FW10.replace(
+            "local reset",
+            "if count == 3 then rawget(_G, 'redis').call('SET', 'elsewhere', 1) end\nlocal reset",
+        ),
+    )
     raises = scripts(
         "raises.lua",
         FW10.replace("local reset", "if count == 3 then error('boom') end\nlocal reset"),
     )
     trace = tmp_path / "t.csv"
     trace.write_text("t_ms,client\n" + "".join(f"{t},a\n" for t in range(5)))
-    for path, needle in ((sneaky, "wrote key 'elsewhere'"), (raises, "boom")):
+    for path, needle in (
+        (sneaky, 'line 11: the guard stopped SET on key "elsewhere", which is not one of its KEYS'),
+        (escaped, "wrote key 'elsewhere'"),
+        (raises, "boom"),
+    ):
         out = tmp_path / f"{path.stem}.csv"
         code = main(
             [
