@@ -44,6 +44,7 @@ __all__ = [
     "UserScript",
     "register_script",
     "register_scripts",
+    "user_failure",
     "install_script",
     "user_scripts",
     "SCRIPT_COLOURS",
@@ -189,14 +190,15 @@ class UserScript(Limiter):
             else (-1 if retry is None else math.ceil(retry * scale[d.retry_after_unit])),
         )
 
-    def failure(self, exc: ScriptError) -> UserScriptError:
+    @classmethod
+    def failure(cls, exc: ScriptError) -> UserScriptError:
         """What a run that this script stopped reports (exit status 2, not a server's 1)."""
         said = _server_said(exc)
         stopped = guard_message(said)
         if stopped is None:
-            return UserScriptError(f"{self.path}: the script failed: {said}")
+            return UserScriptError(f"{cls.path}: the script failed: {said}")
         return UserScriptError(
-            f"{self.path}: {stopped} (declared: {', '.join(self.declaration.keys)}); a script "
+            f"{cls.path}: {stopped} (declared: {', '.join(cls.declaration.keys)}); a script "
             "may only touch its own KEYS, with the commands a limiter needs "
             "(see docs/your_script.md)"
         )
@@ -220,6 +222,16 @@ class UserScript(Limiter):
                 f"{self.path}: the script wrote key {key!r}, which it was not given in KEYS "
                 f"(declared: {', '.join(self.declaration.keys)}); a script may only touch its KEYS"
             )
+
+
+def user_failure(exc: ScriptError) -> UserScriptError | None:
+    """``exc`` as its script's own message, when a user's script failed (a study that sends
+    calls in bulk sees only the server's error); None for any other script."""
+    match = re.match(r"script user:(\S+) failed", str(exc))
+    cls = ALGORITHMS.get(match.group(1)) if match else None
+    if cls is None or not issubclass(cls, UserScript):
+        return None
+    return cls.failure(exc)
 
 
 def _server_said(exc: Exception) -> str:
