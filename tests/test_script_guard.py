@@ -297,3 +297,22 @@ def test_a_device_or_an_oversized_script_is_refused(scripts, tmp_path, capsys):
 
     with pytest.raises(DeclarationError, match="larger than 1 MiB"):
         register_script(plain, "plain", toml)
+
+
+def test_a_script_with_a_built_in_key_is_refused_alike_on_every_backend(
+    server, scripts, tmp_path, capsys
+):
+    held = fill(server)
+    same = HEAD.replace("rl:bad:{client}", "rl:fw:{client}:{window}") + (
+        "local n = redis.call('INCR', KEYS[1])\nreturn {n <= tonumber(ARGV[3]) and 1 or 0, n}\n"
+    )
+    path = scripts("fw_again.lua", same)
+    url = server.url.rsplit("/", 1)[0] + "/14"
+    for backend in ("fakeredis", url):
+        code = main(["burst", "--script", f"fw_again={path}", "--backend", backend])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err, err
+        assert "fixed_window and fw_again would both use key 'rl:fw:{user}:0'" in err, err
+    for d, keys in held.items():
+        assert snapshot(server, d) == keys
+    assert server.client(db=14).dbsize() == 0

@@ -12,13 +12,18 @@ the key, and the script's line.
 The guard is a ``local redis`` that shadows the server's table, prepended to the script on its
 first line (so the line numbers in the server's messages are the script's own). It stops
 mistakes; it cannot stop a script written to get round it (``_G.redis`` is still there).
+
+Nor may a script share a key with another algorithm of the same run: on one server each would
+count the other's requests. :func:`shared_key` finds such a key before the run starts, on every
+backend alike.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
-__all__ = ["ALLOWED", "GUARD_MARK", "guarded", "guard_message"]
+__all__ = ["ALLOWED", "GUARD_MARK", "guarded", "guard_message", "shared_key"]
 
 #: The commands a script may run, by where their keys are:
 #: ``first`` the first argument; ``all`` every argument; ``pairs`` every other one from the
@@ -107,3 +112,19 @@ def guard_message(said: str) -> str | None:
     line, what = match.groups()
     where = f"line {line}: " if line else ""
     return f"{where}the guard stopped {what.strip()}"
+
+
+def shared_key(keys: Mapping[str, Iterable[str]]) -> str | None:
+    """Why a run of these algorithms (name -> every key it will use) must not start: two of them
+    would use one key; or None."""
+    owner: dict[str, str] = {}
+    for algorithm, names in keys.items():
+        for key in names:
+            first = owner.setdefault(key, algorithm)
+            if first != algorithm:
+                return (
+                    f"{first} and {algorithm} would both use key {key!r}: on one server each "
+                    "would count the other's requests. Give a script's keys a prefix of their "
+                    'own in its declaration (e.g. keys = ["rl:mine:{client}:{window}"])'
+                )
+    return None
