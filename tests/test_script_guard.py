@@ -18,7 +18,6 @@ from simulator.backends import FakeRedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.cli import main
 from simulator.userscripts import register_script
-from simulator.userscripts.declaration import MAX_BYTES
 
 HEAD = """--[[ ratelimit
 keys = ["rl:bad:{client}"]
@@ -285,6 +284,8 @@ def test_the_same_script_name_twice_is_refused(scripts, tmp_path, capsys):
 
 
 def test_a_device_or_an_oversized_script_is_refused(scripts, tmp_path, capsys):
+    from simulator.userscripts.declaration import MAX_BYTES, DeclarationError
+
     assert main(["burst", "--script", "z=/dev/zero"]) == 2
     assert "/dev/zero: is not a regular file" in capsys.readouterr().err
     big = scripts("big.lua", HEAD + "-- " + "x" * MAX_BYTES + "\nreturn {1, 1}\n")
@@ -293,8 +294,6 @@ def test_a_device_or_an_oversized_script_is_refused(scripts, tmp_path, capsys):
     toml = tmp_path / "decl.toml"
     toml.write_text("# " + "x" * MAX_BYTES)
     plain = scripts("plain.lua", "return {1}\n")
-    from simulator.userscripts.declaration import DeclarationError
-
     with pytest.raises(DeclarationError, match="larger than 1 MiB"):
         register_script(plain, "plain", toml)
 
