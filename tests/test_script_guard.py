@@ -286,8 +286,10 @@ def test_the_same_script_name_twice_is_refused(scripts, tmp_path, capsys):
 def test_a_device_or_an_oversized_script_is_refused(scripts, tmp_path, capsys):
     from simulator.userscripts.declaration import MAX_BYTES, DeclarationError
 
-    assert main(["burst", "--script", "z=/dev/zero"]) == 2
+    fine = scripts("fine.lua", HEAD + "return {1, 1}\n")
+    assert main(["burst", "--script", f"fine={fine}", "--script", "z=/dev/zero"]) == 2
     assert "/dev/zero: is not a regular file" in capsys.readouterr().err
+    assert "fine" not in ALGORITHMS  # all of a run's scripts or none
     big = scripts("big.lua", HEAD + "-- " + "x" * MAX_BYTES + "\nreturn {1, 1}\n")
     assert main(["burst", "--script", f"big={big}"]) == 2
     assert "larger than 1 MiB" in capsys.readouterr().err

@@ -283,7 +283,15 @@ def register_scripts(scripts: Sequence[tuple[str | None, str | Path]]) -> list[s
                 "script a name of its own (--script NAME=FILE)"
             )
         seen[chosen] = path
-    return [register_script(path, name).name for name, path in scripts]
+    names: list[str] = []
+    try:
+        for name, path in scripts:
+            names.append(register_script(path, name).name)
+    except ConfigError:
+        for done in names:  # all of the run's scripts or none
+            ALGORITHMS.pop(done, None)
+        raise
+    return names
 
 
 def install_script(
