@@ -196,13 +196,25 @@ def test_a_script_that_writes_an_undeclared_key_or_raises_keeps_what_was_decided
             "local reset", "if count == 3 then redis.call('SET', 'elsewhere', 1) end\nlocal reset"
         ),
     )
+    # past the guard (the server's own table): the fake server's watch on writes still sees it
+    escaped = scripts(
+        "escaped.lua",
+        FW10.replace(
+            "local reset",
+            "if count == 3 then rawget(_G, 'redis').call('SET', 'elsewhere', 1) end\nlocal reset",
+        ),
+    )
     raises = scripts(
         "raises.lua",
         FW10.replace("local reset", "if count == 3 then error('boom') end\nlocal reset"),
     )
     trace = tmp_path / "t.csv"
     trace.write_text("t_ms,client\n" + "".join(f"{t},a\n" for t in range(5)))
-    for path, needle in ((sneaky, "wrote key 'elsewhere'"), (raises, "boom")):
+    for path, needle in (
+        (sneaky, 'line 11: the guard stopped SET on key "elsewhere", which is not one of its KEYS'),
+        (escaped, "wrote key 'elsewhere'"),
+        (raises, "boom"),
+    ):
         out = tmp_path / f"{path.stem}.csv"
         code = main(
             [
@@ -286,3 +298,33 @@ return {0, count, limit, 0, reset, reset}
     assert verdict.mismatch.expected.count == verdict.mismatch.limit  # the limit-th request
     for name in ("solution_fixed_window", "my_fixed_window"):
         ALGORITHMS.pop(name, None)
+
+
+def test_check_takes_a_bucket_parameter_and_counts_every_difference(scripts, capsys):
+    bucket = (ROOT / "simulator" / "algorithms" / "lua" / "token_bucket.lua").read_text()
+    declared = (
+        'keys = ["rl:mytb:{client}"]\nargv = ["now_ms", "window_ms", "limit", "%s", "cost"]\n'
+    )
+    reply = "reply = { allowed = 1, count = 2, remaining = 4, reset = 5, retry_after = 6 }\n"
+    right = scripts("right.lua", bucket, declared % "burst" + reply)
+    stuck = scripts("stuck.lua", bucket, declared % "limit" + reply)  # burst fixed at the limit
+    assert main(["check", str(right), "--as", "token_bucket", "--param", "burst=3"]) == 0
+    assert "agrees on 3,068 decisions over 19 traces" in capsys.readouterr().out
+    assert main(["check", str(stuck), "--as", "token_bucket"]) == 0  # burst = limit: the same
+    capsys.readouterr()
+    assert main(["check", str(stuck), "--as", "token_bucket", "--param", "burst=3"]) == 1
+    out = capsys.readouterr().out
+    assert "differs in trace 'practice case: 100 at second 59, 100 at 61'" in out
+    assert "in all 285 of 3,068 decisions differ, in 15 of 19 traces" in out
+    assert "'practice case: 100 at second 59, 100 at 61': 97;" in out and "and 11 more" in out
+    assert main(["check", str(right), "--as", "token_bucket", "--param", "brust=3"]) == 2
+    assert "--param brust: neither" in capsys.readouterr().err
+
+
+def test_the_docs_count_the_traces_the_check_plays():
+    from simulator.userscripts.check import COST_TRACE, battery
+
+    text = " ".join((ROOT / "docs" / "your_script.md").read_text().split())
+    assert f"It plays {len(battery())} traces" in text
+    assert f"{len(battery()) + 1} with the costly requests" in text
+    assert COST_TRACE.name in text

@@ -71,13 +71,12 @@ def main(argv: Sequence[str] | None = None, *, restore_signals: bool = True) -> 
 
 def _register_scripts(argv: Sequence[str]) -> list[str]:
     """Register every ``--script`` of ``argv`` as an algorithm; their names."""
-    names = []
-    for value in script_options(argv):
-        from simulator.userscripts import register_script
+    values = script_options(argv)
+    if not values:
+        return []
+    from simulator.userscripts.limiter import register_scripts
 
-        name, path = split_script(value)
-        names.append(register_script(path, name).name)
-    return names
+    return register_scripts([split_script(value) for value in values])
 
 
 def _run(argv: Sequence[str], restore_signals: bool) -> int:

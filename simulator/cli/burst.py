@@ -28,6 +28,7 @@ __all__ = ["register", "cmd_burst"]
 def cmd_burst(args: argparse.Namespace) -> int:
     import contextlib
 
+    from simulator.backends import FakeRedisBackend
     from simulator.cli.runs import leftover_keys, open_backend, run_keys, stop_between_calls
     from simulator.metrics import burst_summary
     from simulator.model import boundary_burst
@@ -57,6 +58,16 @@ def cmd_burst(args: argparse.Namespace) -> int:
         refused = [why for a in ALGORITHMS if (why := not_per_client(a))]
         if refused:
             raise UsageError(f"--shards: {refused[0]}")
+    from simulator.userscripts.guard import shared_key
+
+    unstarted = FakeRedisBackend(lambda: 0)  # keys are names: no server needed to list them
+    # Two keys that share a name share the client's hash tag, so one user's keys tell.
+    first = [r for r in requests if r[0] == names[0]]
+    clash = shared_key(
+        {a: run_keys(a, args.limit, window_ms, first, unstarted, params[a]) for a in ALGORITHMS}
+    )
+    if clash is not None:  # refused alike on every backend, before a server is started
+        raise UsageError(f"burst: {clash}")
     with open_backend(args.backend) as backend, _cluster(args, sharded) as client:
         print_time_notes(list(ALGORITHMS), backend)
         chosen = []

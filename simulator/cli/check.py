@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.algorithms import ALGORITHMS, REFERENCES
+from simulator.cli.args import UsageError, add_param_option
 
 __all__ = ["register", "cmd_check"]
 
@@ -19,16 +20,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         if args.against is not None:
             theirs = register_script(args.against, "against_script").name
-            verdict = check(mine, theirs, reference=False, seed=args.seed)
             what = f"{args.against}"
         else:
-            verdict = check(mine, args.as_, seed=args.seed)
+            theirs = args.as_
             what = f"the {args.as_} reference"
+        params = dict(args.param)
+        _check_params(params, {mine: str(args.file), theirs: what})
+        reference = args.against is None
+        verdict = check(mine, theirs, reference=reference, seed=args.seed, params=params)
     finally:
         ALGORITHMS.pop("checked_script", None)
         ALGORITHMS.pop("against_script", None)
     print(f"{args.file} against {what}: {verdict}")
     return 0 if verdict.agrees else 1
+
+
+def _check_params(params: dict[str, float], sides: dict[str, str]) -> None:
+    """Every ``--param`` must be taken by at least one side (a misspelt name is no silent no-op)."""
+    for name in params:
+        if not any(name in {q.name for q in ALGORITHMS[a].params_declared} for a in sides):
+            raise UsageError(
+                f"--param {name}: neither {' nor '.join(sides.values())} takes it "
+                '(a script takes burst when its argv holds "burst")'
+            )
 
 
 def register(sub: Any) -> None:
@@ -37,10 +51,12 @@ def register(sub: Any) -> None:
         help="grade a limiter script against an algorithm's reference (or another script)",
         description="Plays a battery of traces (the practice case, window seams, many requests in "
         "one millisecond, idle gaps longer than the window, many clients, odd client ids, "
-        "seeded random traffic) through FILE on a fresh fake server and through the reference "
-        "of --as (or through --against FILE2), and prints 'agrees on N decisions over M "
-        "traces' or the first decision that differs. Exit status 0 when they agree, 1 when "
-        "they differ, 2 for a script or declaration that cannot run.",
+        "seeded random traffic; and costly requests when both sides take a cost) through FILE "
+        "on a fresh fake server and through the reference of --as (or through --against "
+        "FILE2), with the same --param values on both sides, and prints 'agrees on N "
+        "decisions over M traces', or the first decision that differs and how many differ in "
+        "all, trace by trace. Exit status 0 when they agree, 1 when they differ, 2 for a "
+        "script or declaration that cannot run.",
     )
     p.add_argument("file", type=Path, metavar="FILE", help="the script (.lua) with its declaration")
     which = p.add_mutually_exclusive_group(required=True)
@@ -57,4 +73,5 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the battery's random traces (default 0)"
     )
+    add_param_option(p)
     p.set_defaults(func=cmd_check)

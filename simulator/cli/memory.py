@@ -18,7 +18,7 @@ import pandas as pd
 import redis
 
 from simulator.algorithms import ALGORITHMS
-from simulator.backends import BackendError, RedisBackend
+from simulator.backends import BackendError, RedisBackend, ScriptError
 from simulator.cli.args import (
     UsageError,
     add_script_option,
@@ -200,6 +200,10 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 paths = _measure(RedisBackend(s.client(), "embedded"), args, "embedded valkey")
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
         raise BackendError(f"memory: the server went away: {exc}") from exc
+    except ScriptError as exc:  # a user's script: its own message, exit status 2
+        from simulator.userscripts.limiter import user_failure
+
+        raise user_failure(exc) or exc from None
     for path in paths:
         print(f"wrote {path}")
     return 0

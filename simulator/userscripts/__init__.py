@@ -1,7 +1,8 @@
 """Users' own limiter scripts: declared, checked, registered beside the built-in algorithms.
 
 See ``docs/your_script.md`` for the contract; :func:`register_script` puts a script on the bench
-and :mod:`simulator.userscripts.check` grades one against a reference.
+(behind the guard of :mod:`simulator.userscripts.guard`: its own KEYS, a limiter's commands, on
+every backend) and :mod:`simulator.userscripts.check` grades one against a reference.
 """
 
 from simulator.userscripts.declaration import (

@@ -2,16 +2,18 @@
 
 :func:`check` plays each trace of :func:`battery` through a user's script (on a fresh fake server
 on the virtual clock) and through the named algorithm's reference, or through a second script,
-decision by decision, and stops at the first decision that differs: which trace, when, which
-client, what each said, and the reference's count at that moment. The battery holds the card's
-practice case, requests around window seams, many in one millisecond, idle gaps longer than the
-window, many clients, odd client ids, and seeded random traffic.
+decision by decision, with the same parameters (a bucket's ``burst``) on both sides. It names the
+first decision that differs: which trace, when, which client, what each said, and the
+reference's count at that moment; and it counts every difference, trace by trace. The battery
+holds the card's practice case, requests around window seams, many in one millisecond, idle gaps
+longer than the window, many clients, odd client ids, and seeded random traffic; a script that
+takes a ``cost`` is played one more trace of costly requests (:func:`traces_for`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from simulator.algorithms import ALGORITHMS, REFERENCES
 from simulator.backends import FakeRedisBackend
 from simulator.records import Decision
 
-__all__ = ["Trace", "battery", "Mismatch", "Verdict", "check"]
+__all__ = ["Trace", "battery", "traces_for", "Mismatch", "Verdict", "check"]
 
 
 @dataclass(frozen=True)
@@ -127,18 +129,34 @@ class Mismatch:
 
 @dataclass(frozen=True)
 class Verdict:
-    decisions: int
+    """What the grading found: every decision played, the first that differs, and how many."""
+
+    decisions: int  # played, over every trace
     traces: int
-    mismatch: Mismatch | None
+    mismatch: Mismatch | None  # the first decision that differs
+    #: Decisions that differ, per trace that holds any (trace name -> how many), in battery order.
+    differences: dict[str, int] = field(default_factory=dict)
 
     @property
     def agrees(self) -> bool:
         return self.mismatch is None
 
+    @property
+    def differing(self) -> int:
+        """How many decisions differ in all."""
+        return sum(self.differences.values())
+
     def __str__(self) -> str:
         if self.mismatch is None:
             return f"agrees on {self.decisions:,} decisions over {self.traces} traces"
-        return str(self.mismatch)
+        shown = list(self.differences.items())[:4]
+        where = "; ".join(f"{name!r}: {n:,}" for name, n in shown)
+        if len(self.differences) > len(shown):
+            where += f"; and {len(self.differences) - len(shown)} more"
+        return (
+            f"{self.mismatch}\nin all {self.differing:,} of {self.decisions:,} decisions differ, "
+            f"in {len(self.differences)} of {self.traces} traces ({where})"
+        )
 
 
 Decider = Callable[[str, int, int], Decision]
@@ -159,9 +177,26 @@ def takes_cost(name: str) -> bool:
     return decl is None or "cost" in decl.argv
 
 
-def _script(name: str, trace: Trace) -> Decider:
+def traces_for(script: str, against: str, seed: int = 0) -> list[Trace]:
+    """The traces ``script`` is graded on against ``against``: the battery, and the costly
+    requests when both take a cost."""
+    traces = battery(seed)
+    if takes_cost(script) and takes_cost(against):
+        traces.append(COST_TRACE)
+    return traces
+
+
+def own_params(name: str, params: Mapping[str, float]) -> dict[str, float]:
+    """Those of ``params`` that algorithm ``name`` declares."""
+    declared = {q.name for q in ALGORITHMS[name].params_declared}
+    return {k: v for k, v in params.items() if k in declared}
+
+
+def _script(name: str, trace: Trace, params: Mapping[str, float]) -> Decider:
     now = [0]
-    limiter = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), trace.limit, trace.window_ms)
+    limiter = ALGORITHMS[name](
+        FakeRedisBackend(lambda: now[0]), trace.limit, trace.window_ms, **own_params(name, params)
+    )
 
     def decide(client: str, t_ms: int, cost: int) -> Decision:
         now[0] = t_ms
@@ -170,8 +205,8 @@ def _script(name: str, trace: Trace) -> Decider:
     return decide
 
 
-def _reference(name: str, trace: Trace) -> Decider:
-    return REFERENCES[name](trace.limit, trace.window_ms).decide
+def _reference(name: str, trace: Trace, params: Mapping[str, float]) -> Decider:
+    return REFERENCES[name](trace.limit, trace.window_ms, **own_params(name, params)).decide
 
 
 def _pairs(trace: Trace, a: Decider, b: Decider) -> Iterator[tuple[int, Decision, Decision]]:
@@ -180,27 +215,35 @@ def _pairs(trace: Trace, a: Decider, b: Decider) -> Iterator[tuple[int, Decision
         yield i, a(client, t, cost), b(client, t, cost)
 
 
-def check(script: str, against: str, reference: bool = True, seed: int = 0) -> Verdict:
+def check(
+    script: str,
+    against: str,
+    reference: bool = True,
+    seed: int = 0,
+    params: Mapping[str, float] | None = None,
+) -> Verdict:
     """Grade registered script ``script`` against algorithm ``against``'s reference (or, with
     ``reference=False``, against the registered script ``against``): admitted or refused, for
-    every request of every trace."""
+    every request of every trace. ``params`` (e.g. ``{"burst": 5}``) go to each side that
+    declares them."""
     other = _reference if reference else _script
+    params = dict(params or {})
     decisions = 0
-    traces = battery(seed)
-    if takes_cost(script) and takes_cost(against):
-        traces.append(COST_TRACE)
+    first: Mismatch | None = None
+    differences: dict[str, int] = {}
+    traces = traces_for(script, against, seed)
     for trace in traces:
-        mine, theirs = _script(script, trace), other(against, trace)
+        mine, theirs = _script(script, trace, params), other(against, trace, params)
         history: list[tuple[int, str, bool, bool]] = []
         pairs = _pairs(trace, mine, theirs)
         for i, said, expected in _located(trace, pairs):
             t, client = trace.requests[i - 1]
-            history.append((t, client, bool(said.allowed), bool(expected.allowed)))
+            if first is None:
+                history.append((t, client, bool(said.allowed), bool(expected.allowed)))
             if said.allowed != expected.allowed:
-                return Verdict(
-                    decisions,
-                    len(traces),
-                    Mismatch(
+                differences[trace.name] = differences.get(trace.name, 0) + 1
+                if first is None:
+                    first = Mismatch(
                         trace.name,
                         i,
                         t,
@@ -211,10 +254,9 @@ def check(script: str, against: str, reference: bool = True, seed: int = 0) -> V
                         expected,
                         decisions,
                         tuple(history),
-                    ),
-                )
+                    )
             decisions += 1
-    return Verdict(decisions, len(traces), None)
+    return Verdict(decisions, len(traces), first, differences)
 
 
 def _located(

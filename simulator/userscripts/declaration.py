@@ -58,6 +58,8 @@ KEY_FIELDS: dict[str, str] = {
 #: Which element of the reply holds what (1-based); only ``allowed`` is required.
 REPLY_FIELDS = ("allowed", "count", "remaining", "reset", "retry_after")
 _UNITS = ("ms", "s")
+#: The most a script or a declaration may hold (a limiter script is a few kilobytes).
+MAX_BYTES = 1 << 20
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _TEMPLATE_FIELD = re.compile(r"\{([^{}]*)\}")
 
@@ -92,7 +94,7 @@ def read_declaration(script: Path, source: str, declaration: Path | None = None)
     ``<script>.toml`` beside it."""
     where: Path
     if declaration is not None:
-        where, text = declaration, _read(declaration)
+        where, text = declaration, read_text(declaration)
     elif (header := _header(source)) is not None:
         where, text = script, header
     else:
@@ -102,7 +104,7 @@ def read_declaration(script: Path, source: str, declaration: Path | None = None)
                 f"{script}: no declaration: start the script with a --[[ ratelimit ... ]] block, "
                 f"or put one in {beside.name} beside it (see docs/your_script.md)"
             )
-        where, text = beside, _read(beside)
+        where, text = beside, read_text(beside)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -110,11 +112,25 @@ def read_declaration(script: Path, source: str, declaration: Path | None = None)
     return _checked(where, raw)
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """The text of a script or declaration file: a regular file of at most :data:`MAX_BYTES`
+    (a device or a pipe could be endless, or never answer)."""
     try:
-        return path.read_text("utf-8")
+        if path.exists() and not path.is_file():
+            raise DeclarationError(
+                f"{path}: is not a regular file (a script or declaration is a file)"
+            )
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise DeclarationError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise DeclarationError(
+            f"{path}: larger than {MAX_BYTES // (1 << 20)} MiB; a script or declaration is "
+            "refused above that"
+        )
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise DeclarationError(f"{path}: is not UTF-8 text") from None
 
@@ -138,17 +154,17 @@ def _checked(where: Path, raw: dict[str, Any]) -> Declaration:
         raise DeclarationError(f"{where}: keys must name at least one key")
     for i, template in enumerate(keys, 1):
         fields = _TEMPLATE_FIELD.findall(template)
-        if "client" not in fields:
-            raise DeclarationError(
-                f"{where}: keys[{i}] {template!r} lies outside the client's hash tag: every key "
-                "must hold {client} (so a call's keys stay in one slot of a cluster)"
-            )
         for f in fields:
             if f not in KEY_FIELDS:
                 raise DeclarationError(
                     f"{where}: keys[{i}] {template!r}: unknown field {{{f}}} "
                     f"(known: {', '.join('{' + k + '}' for k in KEY_FIELDS)})"
                 )
+        if "client" not in fields:
+            raise DeclarationError(
+                f"{where}: keys[{i}] {template!r} lies outside the client's hash tag: every key "
+                "must hold {client} (so a call's keys stay in one slot of a cluster)"
+            )
         rest = _TEMPLATE_FIELD.sub("", template)
         if "{" in rest or "}" in rest:
             raise DeclarationError(f"{where}: keys[{i}] {template!r}: a stray brace")
@@ -182,7 +198,7 @@ def _checked(where: Path, raw: dict[str, Any]) -> Declaration:
     if "allowed" not in elements:
         raise DeclarationError(
             f"{where}: reply.allowed is required and missing: the position of the element that "
-            "says admitted (1) or refused (0 or nil), e.g. reply = { allowed = 1 }"
+            "says admitted (1) or refused (0 or false), e.g. reply = { allowed = 1 }"
         )
     label = raw.get("label", "")
     if not isinstance(label, str):

@@ -7,10 +7,12 @@ command and study that reads the registry takes it: ``burst``, ``replay``, ``sim
 accuracy comparison (on the Lua path: a user script has no bulk kernel), the worst-case search,
 memory per user, the charts (with a colour of its own).
 
-On the fake server each call is watched: a script that writes a key it was not given is stopped
-with a message naming the key. A reply of the wrong shape names the element; a script that
-raises stops the run with the server's message; all of them are :class:`UserScriptError`
-(a ConfigError: exit status 2), and the decisions made before are kept.
+Every call of the script passes the guard of :mod:`.guard` first, on every backend: a command a
+limiter does not need, or a key it was not given in KEYS, stops the run before the server acts,
+with a message naming the command and the key. On the fake server the keys written are watched
+as well. A reply of the wrong shape names the element; a script that raises stops the run with
+the server's message; all of them are :class:`UserScriptError` (a ConfigError: exit status 2),
+and the decisions made before are kept.
 """
 
 from __future__ import annotations
@@ -33,12 +35,16 @@ from simulator.userscripts.declaration import (
     DeclarationError,
     check_name,
     read_declaration,
+    read_text,
 )
+from simulator.userscripts.guard import guard_message, guarded
 
 __all__ = [
     "UserScriptError",
     "UserScript",
     "register_script",
+    "register_scripts",
+    "user_failure",
     "install_script",
     "user_scripts",
     "SCRIPT_COLOURS",
@@ -57,7 +63,7 @@ def _compile_check(path: Path, source: str) -> None:
     import lupa.lua51 as lua  # the Lua fakeredis and Redis run (5.1)
 
     try:
-        lua.LuaRuntime(encoding=None).compile(source.encode("utf-8"))
+        lua.LuaRuntime(encoding=None).compile(guarded(source).encode("utf-8"))
     except lua.LuaSyntaxError as exc:
         text = exc.args[0] if exc.args else ""
         said = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
@@ -114,8 +120,9 @@ class UserScript(Limiter):
     def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
         if cost != 1 and "cost" not in self.declaration.argv:
             raise DeclarationError(
-                f"{self.path}: a request of cost {cost}, but the script takes no cost "
-                "(no 'cost' in its argv)"
+                f"{self.path}: the request of client {client!r} at t_ms={now_ms} costs {cost}, "
+                "but the script takes no cost (no 'cost' in its argv): add \"cost\" to argv, or "
+                "give every request of the trace cost 1"
             )
         w = self.window_ms
         self._seq += 1
@@ -140,7 +147,7 @@ class UserScript(Limiter):
         self._check_writes()
         d, path = self.declaration, self.path
         if isinstance(reply, ScriptError):
-            raise UserScriptError(f"{path}: the script failed: {_server_said(reply)}")
+            raise self.failure(reply)
         if not isinstance(reply, list):
             raise UserScriptError(
                 f"{path}: the reply must be a table (a Lua array), got {reply!r}; "
@@ -148,16 +155,15 @@ class UserScript(Limiter):
             )
         fields: dict[str, float] = {}
         for name, at in d.reply.items():
-            value = reply[at - 1] if at <= len(reply) else None
-            if value is None and name != "allowed":
-                continue  # not given in this reply (a Lua nil ends the array): unknown
             if at > len(reply):
                 raise UserScriptError(
-                    f"{path}: reply element {at} (allowed) is missing: the reply has "
-                    f"{len(reply)} element(s): {reply!r}"
+                    f"{path}: reply element {at} ({name}) is missing: the reply has "
+                    f"{len(reply)} element(s): {reply!r} (a Lua nil ends the array there: "
+                    "return a number for every declared element, 0 for refused)"
                 )
-            if value is None:
-                value = 0  # Lua false arrives as nil
+            value = reply[at - 1]
+            if value is None and name == "allowed":
+                value = 0  # Lua false arrives as nil: refused
             try:
                 number = float(value.decode() if isinstance(value, bytes) else value)
             except (TypeError, ValueError):
@@ -184,16 +190,25 @@ class UserScript(Limiter):
             else (-1 if retry is None else math.ceil(retry * scale[d.retry_after_unit])),
         )
 
-    def failure(self, exc: ScriptError) -> UserScriptError:
+    @classmethod
+    def failure(cls, exc: ScriptError) -> UserScriptError:
         """What a run that this script stopped reports (exit status 2, not a server's 1)."""
-        return UserScriptError(f"{self.path}: the script failed: {_server_said(exc)}")
+        said = _server_said(exc)
+        stopped = guard_message(said)
+        if stopped is None:
+            return UserScriptError(f"{cls.path}: the script failed: {said}")
+        return UserScriptError(
+            f"{cls.path}: {stopped} (declared: {', '.join(cls.declaration.keys)}); a script "
+            "may only touch its own KEYS, with the commands a limiter needs "
+            "(see docs/your_script.md)"
+        )
 
     def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         keys, args = self.keys(client, now_ms), self.args(client, now_ms, cost)
         try:
             reply = self.backend.call(self.script, keys, args)
         except ScriptError as exc:
-            raise UserScriptError(f"{self.path}: the script failed: {_server_said(exc)}") from None
+            raise self.failure(exc) from None
         return self.parse(reply)
 
     def _check_writes(self) -> None:
@@ -209,11 +224,24 @@ class UserScript(Limiter):
             )
 
 
+def user_failure(exc: ScriptError) -> UserScriptError | None:
+    """``exc`` as its script's own message, when a user's script failed (a study that sends
+    calls in bulk sees only the server's error); None for any other script."""
+    match = re.match(r"script user:(\S+) failed", str(exc))
+    cls = ALGORITHMS.get(match.group(1)) if match else None
+    if cls is None or not issubclass(cls, UserScript):
+        return None
+    return cls.failure(exc)
+
+
 def _server_said(exc: Exception) -> str:
     """The server's error without its internals: 'line N: ...' for the script's own line."""
     text = str(exc)
     text = re.sub(r"Error running script \(call to f_[0-9a-f]+\): @user_script:\?: ", "", text)
     text = re.sub(r'\[string "[^"]*"\]:(\d+):', r"line \1:", text)
+    text = re.sub(r"^script \S+ failed on keys \[.*?\]: ", "", text)  # a real server's
+    text = re.sub(r"\buser_script:(\d+):", r"line \1:", text)
+    text = re.sub(r" script: [0-9a-f]*,? ?on @user_script:\S*$", "", text.strip())
     text = re.sub(r"\s*stack traceback:.*", "", text, flags=re.S)
     return re.sub(r"^script user:\S+ ", "", text.strip())
 
@@ -230,12 +258,7 @@ def register_script(
     file's stem, made a valid name); returns its class. Registering the same name again
     replaces it."""
     path = Path(path)
-    try:
-        source = path.read_text("utf-8")
-    except OSError as exc:
-        raise DeclarationError(f"{path}: cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise DeclarationError(f"{path}: is not UTF-8 text") from None
+    source = read_text(path)
     name = check_name(name or path.stem.lower().replace("-", "_"), str(path))
     existing = ALGORITHMS.get(name)
     if existing is not None and not issubclass(existing, UserScript):
@@ -247,6 +270,30 @@ def register_script(
     return install_script(name, path, source, decl, colour)
 
 
+def register_scripts(scripts: Sequence[tuple[str | None, str | Path]]) -> list[str]:
+    """Register the ``(name or None, path)`` of one run (the ``--script`` options); their names.
+    A name given twice is refused: the second would silently stand in for the first."""
+    seen: dict[str, Path] = {}
+    for name, path in scripts:
+        path = Path(path)
+        chosen = name or path.stem.lower().replace("-", "_")
+        if chosen in seen:
+            raise DeclarationError(
+                f"{path}: the name {chosen!r} is taken by {seen[chosen]} in this run; give each "
+                "script a name of its own (--script NAME=FILE)"
+            )
+        seen[chosen] = path
+    names: list[str] = []
+    try:
+        for name, path in scripts:
+            names.append(register_script(path, name).name)
+    except ConfigError:
+        for done in names:  # all of the run's scripts or none
+            ALGORITHMS.pop(done, None)
+        raise
+    return names
+
+
 def install_script(
     name: str, path: Path, source: str, decl: Declaration, colour: str
 ) -> type[UserScript]:
@@ -254,7 +301,7 @@ def install_script(
     checks, and what a Dask worker does with a script sent to it: :mod:`.shipping`)."""
     params = (Param("burst", lambda limit, window_ms: limit, unit="", minimum=1, integer=True),)
     script_name = f"user:{name}"
-    add(script_name, source)
+    add(script_name, guarded(source))  # every call passes the guard, on every backend
     cls = type(
         f"UserScript_{name}",
         (UserScript,),
