@@ -15,19 +15,32 @@ failed task never loses the others.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from simulator.scenario import ConfigError
 
-__all__ = ["SERIAL", "LOCAL", "dask_client", "run_tasks", "check_scheduler", "describe"]
+__all__ = [
+    "SERIAL",
+    "LOCAL",
+    "LOOPBACK",
+    "NoWorkers",
+    "dask_client",
+    "run_tasks",
+    "check_scheduler",
+    "describe",
+]
 
 #: No Dask: every task here, one after another.
 SERIAL = "serial"
 #: A LocalCluster with one worker process per core, started and stopped with the block.
 LOCAL = "local"
+#: The only address a cluster started here listens on.
+LOOPBACK = "127.0.0.1"
 
 
 def check_scheduler(scheduler: Any) -> Any:
@@ -81,7 +94,13 @@ def dask_client(scheduler: Any = None, workers: int | None = None) -> Iterator[A
             n_workers=n,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=":0",  # any free port: never one another cluster holds
+            # Loopback only, and no dashboard: a cluster this command starts is nobody else's
+            # to look at (the dashboard shows the workers, their tasks and their logs). The
+            # scheduler keeps its small HTTP server (health, metrics) on loopback, on a free
+            # port: never 8787, which another cluster may hold.
+            host=LOOPBACK,
+            dashboard_address=f"{LOOPBACK}:0",
+            scheduler_kwargs={"dashboard": False},
             silence_logs=logging.ERROR,
         ) as cluster,
         Client(cluster) as client,
@@ -97,13 +116,36 @@ def describe(client: Any) -> str:
     return f"{n} Dask worker{'s' * (n != 1)} at {client.scheduler.address}"
 
 
+class NoWorkers(ConfigError):
+    """The scheduler had no worker for longer than the caller would wait (the tasks kept)."""
+
+
+#: How long a run waits between two lines saying the scheduler has no workers.
+NO_WORKERS_SAY_S = 30.0
+#: How long a wait for a result lasts before the run looks at the workers (and Ctrl-C is seen
+#: between two waits whatever the client's own waits do).
+POLL_S = 1.0
+
+
 def run_tasks(
-    client: Any, fn: Callable[[Any], Any], items: Sequence[Any], scatter: bool = False
+    client: Any,
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    scatter: bool = False,
+    window: int | None = None,
+    no_workers_s: float | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[int, Any, BaseException | None]]:
     """``fn(item)`` for every item, yielded as ``(index, result, None)`` or ``(index, None,
     exception)`` in the order they finish. A worker that dies mid-task has its task run again on
     another (Dask's own rescheduling); Ctrl-C cancels the tasks still running. ``scatter``: send
-    the items to the workers first (large items, such as a shard's clients)."""
+    the items to the workers first (large items, such as a shard's clients).
+
+    At most ``window`` tasks are out at once (default: four per worker thread, at least 8): the
+    items are taken from ``items`` as tasks finish, so a grid of a million points costs what a
+    few dozen do, and an interrupted run has only those few to cancel. When the scheduler has no
+    workers, ``say`` hears of it every :data:`NO_WORKERS_SAY_S` seconds, and after
+    ``no_workers_s`` seconds (None: wait on) the run stops with :class:`NoWorkers`."""
     if client is None:
         for i, item in enumerate(items):
             try:
@@ -111,20 +153,73 @@ def run_tasks(
             except Exception as exc:  # a failed task is reported; the others still run
                 yield i, None, exc
         return
-    from distributed import as_completed
+    from distributed import wait
 
-    sent = client.scatter(list(items), hash=False) if scatter else items  # no tokenizing
-    futures = [client.submit(fn, item, pure=False) for item in sent]
-    where = {f.key: i for i, f in enumerate(futures)}
+    if window is None:
+        window = max(8, 4 * sum(client.nthreads().values()))
+    todo = iter(enumerate(items))
+    pending: dict[Any, int] = {}
+
+    def send(n: int) -> None:
+        for i, item in itertools.islice(todo, n):
+            arg = client.scatter(item, hash=False) if scatter else item  # no tokenizing
+            pending[client.submit(fn, arg, pure=False)] = i
+
+    watch = _WorkerWatch(client, no_workers_s, say)
     try:
-        for future in as_completed(futures):
-            i = where[future.key]
+        send(window)
+        while pending:
             try:
-                result = future.result()
-            except Exception as exc:
-                yield i, None, exc
-            else:
-                yield i, result, None
-            future.release()
+                done, _ = wait(list(pending), timeout=POLL_S, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                done = set()
+            if not done:
+                watch.check()
+                continue
+            watch.reset()
+            for future in done:
+                i = pending.pop(future)
+                try:
+                    result = future.result()
+                except Exception as exc:
+                    yield i, None, exc
+                else:
+                    yield i, result, None
+                future.release()
+            send(window - len(pending))
     finally:
-        client.cancel([f for f in futures if not f.done()])
+        if pending:
+            client.cancel(list(pending))
+
+
+class _WorkerWatch:
+    """Says when the scheduler has had no workers for a while, and gives up after a limit."""
+
+    def __init__(
+        self, client: Any, limit_s: float | None, say: Callable[[str], None] | None
+    ) -> None:
+        self.client, self.limit_s, self.say = client, limit_s, say
+        self.since: float | None = None
+        self.said_at = 0.0
+
+    def reset(self) -> None:
+        self.since = None
+
+    def check(self) -> None:
+        if self.client.nthreads():
+            self.since = None
+            return
+        now = time.monotonic()
+        if self.since is None:
+            self.since, self.said_at = now, now
+            return
+        idle_s = now - self.since
+        where = self.client.scheduler.address
+        if self.limit_s is not None and idle_s >= self.limit_s:
+            raise NoWorkers(
+                f"no workers on the scheduler {where} for {idle_s:.0f} s (the limit); start "
+                f"some (dask worker {where}) or run with --scheduler local, then run this again"
+            )
+        if self.say is not None and now - self.said_at >= NO_WORKERS_SAY_S:
+            self.said_at = now
+            self.say(f"no workers on the scheduler {where} for {idle_s:.0f} s; waiting for one")
