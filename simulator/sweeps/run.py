@@ -197,7 +197,8 @@ def _take(
     bar: Any,
 ) -> None:
     """One task's result: its file written, or its failure reported (or the sweep stopped)."""
-    kept = f"the {outcome.skipped + outcome.done} finished tasks are kept in {outcome.folder}"
+    n = outcome.skipped + outcome.done
+    kept = f"the {n} finished tasks are kept in {outcome.folder}" if n else "no task had finished"
     if isinstance(result, Refused):
         raise ConfigError(
             f"sweep {spec.name}: task {task} ({describe_point(point)}): {result.message}; {kept}"

@@ -125,9 +125,11 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
         )
     params = _params(owner, grid.get("params", {}), checked["algorithm"])
     spec = SweepSpec(name, study.name, checked, params, source)
-    total = sum(1 for _ in _iter_points(spec, limit=MAX_POINTS + 1))
-    if total > MAX_POINTS:
+    if grid_size(spec) > MAX_POINTS:
         raise ConfigError(f"{source}: grid: more than {MAX_POINTS:,} points; split the sweep")
+    if spec.params:  # each value of an algorithm's own parameter is checked at every point
+        for _ in _iter_points(spec):
+            pass
     return spec
 
 
