@@ -19,7 +19,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
 from simulator.scenario import ConfigError
@@ -135,7 +135,7 @@ def run_tasks(
     window: int | None = None,
     no_workers_s: float | None = None,
     say: Callable[[str], None] | None = None,
-) -> Iterator[tuple[int, Any, BaseException | None]]:
+) -> Generator[tuple[int, Any, BaseException | None], None, None]:
     """``fn(item)`` for every item, yielded as ``(index, result, None)`` or ``(index, None,
     exception)`` in the order they finish. A worker that dies mid-task has its task run again on
     another (Dask's own rescheduling); Ctrl-C cancels the tasks still running. ``scatter``: send
