@@ -311,3 +311,92 @@ def test_the_accuracy_column_is_admitted_pct_and_old_folders_read_with_it(tmp_pa
     old = task_path(outcome.folder, outcome.tasks[0])  # as an older version wrote it
     pd.read_parquet(old).rename(columns={"admitted_pct": "counter_admitted_pct"}).to_parquet(old)
     pd.testing.assert_frame_equal(read_dataset(outcome.folder, outcome.tasks), frame)
+
+
+# --- the window of tasks out, and the watch on the workers ---------------------------------------
+
+
+class FakeFuture:
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+    def release(self):
+        pass
+
+
+class FakeClient:
+    """Runs nothing: a task is done when the fake ``wait`` hands it back (oldest first)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads, self.out, self.most_out = threads, [], 0
+        self.scheduler = type("S", (), {"address": "tcp://127.0.0.1:1"})()
+
+    def nthreads(self):
+        return {f"w{i}": 1 for i in range(self.threads)}
+
+    def submit(self, fn, arg, pure):
+        future = FakeFuture(fn(arg))
+        self.out.append(future)
+        self.most_out = max(self.most_out, len(self.out))
+        return future
+
+    def cancel(self, futures):
+        pass
+
+
+def test_only_a_window_of_tasks_is_out_and_the_items_are_taken_as_it_moves(monkeypatch):
+    import distributed
+
+    from simulator.workers import run_tasks
+
+    client = FakeClient(threads=2)
+
+    def wait(futures, timeout, return_when):
+        first = client.out.pop(0)
+        return {first}, set(futures) - {first}
+
+    monkeypatch.setattr(distributed, "wait", wait)
+    taken = []
+
+    def items():
+        for i in range(1_000):
+            taken.append(i)
+            yield i
+
+    results = run_tasks(client, lambda x: x * 2, items())
+    for n, (i, result, exc) in enumerate(results):
+        assert exc is None and result == 2 * i
+        assert len(taken) <= n + 1 + 8  # never more than the window ahead of the results
+        if n == 99:
+            break
+    results.close()
+    assert client.most_out == 8  # four per worker thread, at least 8
+    assert len(taken) < 120
+
+
+def test_a_scheduler_without_workers_is_said_every_30_s_and_given_up_at_the_limit(monkeypatch):
+    from simulator import workers
+
+    now = [1000.0]
+    monkeypatch.setattr(workers.time, "monotonic", lambda: now[0])
+    said: list[str] = []
+    watch = workers._WorkerWatch(FakeClient(threads=0), 100.0, said.append)
+    for _ in range(99):
+        watch.check()
+        now[0] += 1
+    assert said == [
+        "no workers on the scheduler tcp://127.0.0.1:1 for 30 s; waiting for one",
+        "no workers on the scheduler tcp://127.0.0.1:1 for 60 s; waiting for one",
+        "no workers on the scheduler tcp://127.0.0.1:1 for 90 s; waiting for one",
+    ]
+    now[0] += 1
+    with pytest.raises(workers.NoWorkers, match="for 100 s"):
+        watch.check()
+    forever = workers._WorkerWatch(FakeClient(threads=0), None, said.append)
+    for _ in range(10_000):
+        forever.check()
+        now[0] += 1
+    assert len(said) == 3 + 333  # it keeps saying, and never gives up
