@@ -18,6 +18,8 @@ import contextlib
 import itertools
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
@@ -89,8 +91,11 @@ def dask_client(scheduler: Any = None, workers: int | None = None) -> Iterator[A
             yield client
         return
     n = workers or os.cpu_count() or 1
-    with (
-        LocalCluster(
+    # A cluster interrupted while it starts is left half made, and Dask's own clean-up at exit
+    # then fails with a traceback: Ctrl-C and SIGTERM wait the few seconds of the start, and
+    # take effect as soon as the cluster can be stopped whole.
+    with _signals_held() as held:
+        cluster = LocalCluster(
             n_workers=n,
             threads_per_worker=1,
             processes=True,
@@ -101,11 +106,49 @@ def dask_client(scheduler: Any = None, workers: int | None = None) -> Iterator[A
             host=LOOPBACK,
             dashboard_address=f"{LOOPBACK}:0",
             scheduler_kwargs={"dashboard": False},
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+            # The command reports every failed task itself; what the cluster's processes log
+            # while it stops (a worker's heartbeat to a scheduler already gone) is noise.
+            silence_logs=logging.CRITICAL,
+        )
+        try:
+            client = Client(cluster)
+        except BaseException:
+            cluster.close()
+            raise
+    with cluster, client:
+        held.replay()
         yield client
+
+
+class _Held:
+    """The signals that came while held, to be delivered once it is safe."""
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+
+    def replay(self) -> None:
+        for signum in self.signals:  # the handlers are back: this raises as the signal would
+            signal.raise_signal(signum)
+        self.signals.clear()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[_Held]:
+    """Ctrl-C and SIGTERM noted, not acted on, for the block (in the main thread; elsewhere no
+    signal arrives anyway); :meth:`_Held.replay` delivers them to the handlers restored."""
+    held = _Held()
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    names = (signal.SIGINT, signal.SIGTERM)
+    previous = {
+        sig: signal.signal(sig, lambda signum, frame: held.signals.append(signum)) for sig in names
+    }
+    try:
+        yield held
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def describe(client: Any) -> str:

@@ -400,3 +400,26 @@ def test_a_scheduler_without_workers_is_said_every_30_s_and_given_up_at_the_limi
         forever.check()
         now[0] += 1
     assert len(said) == 3 + 333  # it keeps saying, and never gives up
+
+
+def test_ctrl_c_while_the_local_cluster_starts_stops_it_whole(monkeypatch):
+    """Interrupted half-way, a cluster is left for Dask's exit clean-up, which then fails with a
+    traceback; held until the cluster is up, Ctrl-C stops it whole."""
+    import distributed
+    from distributed.core import Status
+
+    from simulator.workers import dask_client
+
+    made = []
+
+    class Interrupted(distributed.LocalCluster):
+        def __init__(self, *args, **kwargs):
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C as the cluster starts
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(distributed, "LocalCluster", Interrupted)
+    with pytest.raises(KeyboardInterrupt), dask_client("local", workers=1):
+        pytest.fail("the command's work should not start after Ctrl-C")
+    assert len(made) == 1 and made[0].status == Status.closed
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
