@@ -3,13 +3,16 @@
 A sweep's grid points and a sharded simulation's shards are independent tasks. They run on a Dask
 cluster: by default a ``LocalCluster`` with one worker process per core (one thread each: the
 simulations hold the GIL), started for the command and stopped with it; or an existing cluster by
-its scheduler's address (``tcp://HOST:PORT``), which is left running. ``serial`` runs the tasks
-here, one after another, without Dask (what a test or a notebook wants for a small run).
+its scheduler's address (``tcp://HOST:PORT``), which is left running. A cluster started here
+listens on 127.0.0.1 only and has no dashboard: it is nobody else's to reach. ``serial`` runs
+the tasks here, one after another, without Dask (what a test or a notebook wants for a small
+run).
 
 Workers import the functions they run from this package, so it must be importable on every
 worker, at the same version as here (``pip install`` it on each; see docs/scale_out.md).
 :func:`run_tasks` hands back each task's result or its exception as it finishes, so that one
-failed task never loses the others.
+failed task never loses the others; it keeps only a few tasks per worker out at once, and says
+so when the scheduler has no workers at all.
 """
 
 from __future__ import annotations

@@ -76,7 +76,8 @@ def holding(folder: Path) -> Iterator[Path]:
             if pid is not None:
                 raise ConfigError(
                     f"output folder {folder}: another sweep (process {pid}) is writing into it; "
-                    "wait for it to end, or stop it, then run this again"
+                    f"wait for it to end, or stop it, then run this again (if no sweep runs "
+                    f"there, process {pid} is another program: remove {lock})"
                 ) from None
             with contextlib.suppress(FileNotFoundError):
                 lock.unlink()  # its process is gone: the lock is stale
