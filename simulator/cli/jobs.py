@@ -71,8 +71,11 @@ def accuracy(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
     results = run_sweeps(specs, out_dir / "sweeps", scheduler)
     (sweep_rows, load_points), searches = results[0], results[1:]
     # The tables as they always were: the study's columns, then the load sweep's load and kind.
-    sweep = sweep_rows.drop(columns=[*load_points[0], "task"]).assign(
-        load=sweep_rows["load"], kind=sweep_rows["kind"]
+    # The load sweep is the sliding counter's alone, so its table keeps the counter's name.
+    sweep = (
+        sweep_rows.drop(columns=[*load_points[0], "task"])
+        .rename(columns={"admitted_pct": "counter_admitted_pct"})
+        .assign(load=sweep_rows["load"], kind=sweep_rows["kind"])
     )
     # The searches: every algorithm with its defaults, then the variants; the study's columns.
     worst_rows = pd.concat([rows for rows, _ in searches], ignore_index=True)
