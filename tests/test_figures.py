@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib.text
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,3 +41,67 @@ def test_the_sweeps_burst_summary_divides_by_the_runs_limit():
     summary = burst_summary(frame, 60_000)  # as the burst sweep calls it: no limit passed
     assert summary.loc["token_bucket", "max_in_window"] == 20
     assert summary.loc["token_bucket", "ratio_to_limit"] == 2.0
+
+
+# A sliding window kept as one hash field per second (Figma's published design): a request at
+# 59,999 ms sits in second 59, which leaves the sum at 119,000 ms although it is 59.001 s old.
+FIGMA = """--[[ ratelimit
+label = "Hash of seconds"
+keys = ["rl:figma:{client}"]
+argv = ["now_s", "window_s", "limit"]
+reply = { allowed = 1, count = 2 }
+]]
+local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local fields = redis.call('HGETALL', KEYS[1])
+local total = 0
+for i = 1, #fields, 2 do
+  if tonumber(fields[i]) <= now - window then
+    redis.call('HDEL', KEYS[1], fields[i])
+  else
+    total = total + tonumber(fields[i + 1])
+  end
+end
+if total < limit then
+  redis.call('HINCRBY', KEYS[1], now, 1)
+  redis.call('PEXPIRE', KEYS[1], window * 1000)
+  return {1, total}
+end
+return {0, total}
+"""
+
+
+@pytest.fixture
+def figma(tmp_path):
+    """The hash-of-seconds script registered as ``figma``; forgotten afterwards."""
+    from simulator.algorithms import ALGORITHMS
+    from simulator.userscripts import register_script
+
+    path = tmp_path / "figma_hash.lua"
+    path.write_text(FIGMA)
+    register_script(path, "figma")
+    yield "figma"
+    ALGORITHMS.pop("figma", None)
+
+
+def _texts(fig) -> list[str]:
+    fig.canvas.draw()
+    return [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+def test_the_worst_case_chart_draws_the_worst_any_adversary_found(figma):
+    from simulator.charts.accuracy import schedule_figure
+    from simulator.studies.adversaries import schedule_of
+    from simulator.studies.adversary import SearchConfig, confirm_on_lua, worst_case
+
+    row, _ = worst_case(figma, SearchConfig(generations=1, population=4, seed=0))
+    assert row["end_bunching_max"] == 200
+    assert row["worst_max"] == 200 and row["worst_by"] != "search"
+    frames = {
+        a: confirm_on_lua(a, schedule_of(a, s), 100, 60_000)[1]
+        for a, s in ((figma, row["worst_schedule"]), ("sliding_log", "100@70170ms"))
+    }
+    texts = _texts(schedule_figure(frames, 100, 60_000, {figma: row["worst_by"]}))
+    assert any("most in any 60 s: 200 (2.00x)" in t for t in texts), texts
+    title = next(t for t in texts if "held the limit" in t)
+    assert title.startswith("Only Sliding log (exact) held the limit"), title
+    assert "2.00x the limit" in title, title
