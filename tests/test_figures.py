@@ -105,3 +105,60 @@ def test_the_worst_case_chart_draws_the_worst_any_adversary_found(figma):
     title = next(t for t in texts if "held the limit" in t)
     assert title.startswith("Only Sliding log (exact) held the limit"), title
     assert "2.00x the limit" in title, title
+
+
+# Upstash's sliding window: this window's counter and the last one's, two keys per client.
+UPSTASH = """--[[ ratelimit
+label = "Two-key sliding counter"
+keys = ["rl:up:{client}:{window}", "rl:up:{client}:{window-1}"]
+argv = ["limit", "window_ms", "elapsed_ms"]
+reply = { allowed = 1, count = 2 }
+]]
+local limit, window, elapsed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
+local estimate = math.floor(previous * (window - elapsed) / window) + current
+if estimate >= limit then
+  return {0, estimate}
+end
+redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], window * 2 + 1000)
+return {1, estimate}
+"""
+
+
+@pytest.fixture
+def upstash(tmp_path):
+    from simulator.algorithms import ALGORITHMS
+    from simulator.userscripts import register_script
+
+    path = tmp_path / "upstash_sliding.lua"
+    path.write_text(UPSTASH)
+    register_script(path, "upstash")
+    yield "upstash"
+    ALGORITHMS.pop("upstash", None)
+
+
+def test_a_scripts_steady_state_holds_every_key_the_script_keeps(upstash):
+    from simulator.backends import RedisBackend
+    from simulator.backends.embedded import EmbeddedValkey
+    from simulator.studies import memory
+
+    with EmbeddedValkey(maxmemory="64mb", config={"maxmemory-policy": "noeviction"}) as server:
+        backend = RedisBackend(server.client(), "embedded")
+        try:
+            row, _ = memory.measure_layout(
+                backend, memory.Layout(upstash), 200, 16 << 20, script_users=100, progress=False
+            )
+            builtin, _ = memory.measure_layout(
+                backend,
+                memory.Layout("sliding_counter"),
+                200,
+                16 << 20,
+                script_users=100,
+                progress=False,
+            )
+        finally:
+            backend.close()
+    # as many keys as the built-in counter that keeps the same two windows
+    assert row["keys_per_user"] == builtin["keys_per_user"] == 2, row["key_names"]
