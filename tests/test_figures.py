@@ -162,3 +162,23 @@ def test_a_scripts_steady_state_holds_every_key_the_script_keeps(upstash):
             backend.close()
     # as many keys as the built-in counter that keeps the same two windows
     assert row["keys_per_user"] == builtin["keys_per_user"] == 2, row["key_names"]
+
+
+def test_a_scripts_contract_bars_and_rows_say_they_were_sampled(figma, monkeypatch):
+    import pandas as pd
+
+    from simulator.charts.contracts import contracts_figure
+    from simulator.studies import contracts
+
+    monkeypatch.setattr(contracts, "LUA_SAMPLE", 300)
+    trace = pd.DataFrame(
+        {"client": [f"c{i % 20}" for i in range(2000)], "t_ms": [i * 30 for i in range(2000)]}
+    )
+    table = contracts.compare_contracts(trace, 10, 60_000, "steady")
+    row = table.set_index("variant").loc[figma]
+    assert bool(row["sampled"]) and row["requests"] < row["offered_requests"] == 2000
+    assert not table.set_index("variant").loc["sliding_log", "sampled"]
+    texts = _texts(contracts_figure(table))
+    note = f"sampled: {int(row['requests']):,} of 2,000"
+    assert sum(note in t for t in texts) == 2, texts  # beside the bar in both panels
+    assert any(t.endswith("(sampled)") and "Hash of seconds" in t for t in texts), texts
