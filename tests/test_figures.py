@@ -182,3 +182,55 @@ def test_a_scripts_contract_bars_and_rows_say_they_were_sampled(figma, monkeypat
     note = f"sampled: {int(row['requests']):,} of 2,000"
     assert sum(note in t for t in texts) == 2, texts  # beside the bar in both panels
     assert any(t.endswith("(sampled)") and "Hash of seconds" in t for t in texts), texts
+
+
+BUILT_INS = ("fixed_window", "echomq", "sliding_log", "sliding_counter", "token_bucket", "gcra")
+
+
+def test_the_cost_rules_section_names_every_built_in():
+    text = (ROOT / "docs" / "buckets.md").read_text()
+    assert "## Cost rules, as each script decides" in text
+    section = text.split("## Cost rules, as each script decides")[1].split("\n## ")[0]
+    rows = {
+        line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
+    }
+    assert rows == set(BUILT_INS)
+
+
+# Each built-in at the edge of its stated rule: limit 10 (burst 10), 8 requests of cost 1 at one
+# instant, then the requests below at the same instant (t = 30 s: mid-window, no previous window).
+EDGES = {
+    # count 8: 8 + 3 > 10 refused but counted (11), so even a cost of 1 is refused after it
+    "fixed_window": [(3, False), (1, False)],
+    # live 8: 8 + 3 > 10 refused and not counted, so 8 + 2 fits
+    "echomq": [(3, False), (2, True), (1, False)],
+    # 8 entries: 8 + 3 > 10 refused, 8 + 2 <= 10 admitted
+    "sliding_log": [(3, False), (2, True), (1, False)],
+    # estimate 8: 8 + 3 - 1 = 10 is not < 10, 8 + 2 - 1 = 9 is
+    "sliding_counter": [(3, False), (2, True), (1, False)],
+    # 2 tokens left (no time passes): 3 refused, 2 admitted, none left
+    "token_bucket": [(3, False), (2, True), (1, False)],
+    "gcra": [(3, False), (2, True), (1, False)],
+}
+
+
+@pytest.mark.parametrize("name", BUILT_INS)
+def test_each_scripts_cost_rule_at_its_edge(name):
+    from simulator.algorithms import ALGORITHMS
+    from simulator.backends import FakeRedisBackend
+
+    limiter = ALGORITHMS[name](FakeRedisBackend(), 10, 60_000)
+    t_ms = 30_000
+    assert all(limiter.decide("a", t_ms).allowed for _ in range(8))
+    got = [(cost, bool(limiter.decide("a", t_ms, cost).allowed)) for cost, _ in EDGES[name]]
+    assert got == EDGES[name]
+
+
+def test_the_sliding_counter_admits_a_cost_on_a_fractional_estimate_below_the_edge():
+    from simulator.algorithms import ALGORITHMS
+    from simulator.backends import FakeRedisBackend
+
+    limiter = ALGORITHMS["sliding_counter"](FakeRedisBackend(), 10, 60_000)
+    assert all(limiter.decide("a", 59_000).allowed for _ in range(10))  # prev = 10
+    # at 75 s: estimate = 10 x 45/60 = 7.5; cost 3: 7.5 + 2 = 9.5 < 10 admitted (not <= 10 - 3)
+    assert limiter.decide("a", 75_000, 3).allowed
