@@ -55,14 +55,15 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
                 hatch="////" if small else ("...." if sampled.any() else None),
                 label=label,
             )
-            for yi, v, n, of in zip(
-                y[sampled],
-                values[sampled],
-                part["requests"][sampled],
-                part["offered_requests"][sampled],
-                strict=True,
-            ):
-                ax.text(v, yi, f" sampled: {int(n):,} of {int(of):,}", va="center", fontsize=7)
+            if sampled.any():
+                for yi, v, n, of in zip(
+                    y[sampled],
+                    values[sampled],
+                    part["requests"][sampled],
+                    part["offered_requests"][sampled],
+                    strict=True,
+                ):
+                    ax.text(v, yi, f" sampled: {int(n):,} of {int(of):,}", va="center", fontsize=7)
         ax.set_title(title, fontsize=10)
         if "sampled" in table and table["sampled"].fillna(False).astype(bool).any():
             ax.set_xlim(0, 1.6 * float(table[column].max()))  # room for the sample's note
