@@ -88,6 +88,12 @@ def text_problems(fig: Figure, slack_px: float = 1.0) -> list[str]:
         for w, text, b in boxes
         if min(b.x0, b.y0) < -slack_px or b.x1 > width + slack_px or b.y1 > height + slack_px
     ]
+    for i, ax in enumerate(fig.axes):  # an axes' legend inside its axes, or a neighbour cuts it
+        legend = ax.get_legend()
+        if ax.get_visible() and legend is not None:
+            b, box = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+            if b.x0 < box.x0 - slack_px or b.x1 > box.x1 + slack_px:
+                problems.append(f"axes {i} legend reaches outside its axes")
     for i, (w1, t1, a) in enumerate(boxes):
         for w2, t2, b in boxes[i + 1 :]:
             dx = min(a.x1, b.x1) - max(a.x0, b.x0)
@@ -342,9 +348,10 @@ def test_queue_basic_figure():
 
 def test_queue_global_vs_local_figure():
     scenario = replace(BASE, rooms=(Room("room", 40.0),), defer_pad_ms=1)
-    result = run_many(sweep(scenario, limiter=["server", "local"], workers=[1, 2]))
+    # four panels, as the notebook draws them: narrow enough that an axes' legend would be cut
+    result = run_many(sweep(scenario, limiter=["server", "local"], workers=[1, 2, 4, 8]))
     fig = queue_charts.global_vs_local_figure(result)
-    check_layout(fig, 2)
+    check_layout(fig, 4)
     for ax in fig.axes:
         steps = {line.get_label(): rgba(line.get_color()) for line in ax.lines}
         assert steps[queue_charts.LIMITER_LABELS["server"]] == rgba(PALETTE["echomq"])

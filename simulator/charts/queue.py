@@ -122,13 +122,14 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
         ax.set_xlabel("window start (s)")
         ax.set_ylim(0, top)
     axes[0, 0].set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
-    axes[0, 0].legend(frameon=False, fontsize=8, loc="upper left")
+    handles, labels = axes[0, 0].get_legend_handles_labels()  # below the panels: none is cut
+    fig.legend(handles, labels, frameon=False, fontsize=8, loc="lower center", ncol=3)
     fig.suptitle(
         f"Budget {s.max_per_window} per {s.window_ms / 1000:g} s, demand "
         f"{s.rooms[0].rate_per_s:g} jobs/s: a counter in the server is one budget for every "
         "worker;\na counter in each worker is K budgets"
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
