@@ -234,3 +234,31 @@ def test_the_sliding_counter_admits_a_cost_on_a_fractional_estimate_below_the_ed
     assert all(limiter.decide("a", 59_000).allowed for _ in range(10))  # prev = 10
     # at 75 s: estimate = 10 x 45/60 = 7.5; cost 3: 7.5 + 2 = 9.5 < 10 admitted (not <= 10 - 3)
     assert limiter.decide("a", 75_000, 3).allowed
+
+
+def test_a_zero_on_the_families_log_axis_is_a_whole_dot_inside_the_edge():
+    import pandas as pd
+
+    from simulator.charts.accuracy import families_figure
+
+    summary = pd.DataFrame(
+        [
+            {
+                "family": "steady",
+                "requests": 1000,
+                "clients": 10,
+                "decided_differently_pct": 0.0,
+                "mean_rel_diff_pct": 1.0,
+                "clients_over_limit": 0,
+                "clients_limited_while_under": 0,
+            }
+        ]
+    )
+    fig = families_figure(summary)
+    fig.canvas.draw()
+    for ax in fig.axes:
+        dots = ax.collections[-1]
+        left = ax.transData.transform((ax.get_xlim()[0], 0))[0]
+        radius_px = (dots.get_sizes()[0] ** 0.5) / 2 * fig.dpi / 72
+        xs = ax.transData.transform(dots.get_offsets())[:, 0]
+        assert (xs - radius_px > left).all(), ax.get_title()

@@ -51,7 +51,7 @@ def families_figure(summary: pd.DataFrame) -> Figure:
 
     The values span five decades, so each is a dot on a log axis with its value written beside
     it (a bar on a log axis would start at an arbitrary baseline and misstate the ratios); a
-    zero is drawn at the left edge and labelled 0."""
+    zero is drawn at the floor, just inside the left edge, and labelled 0."""
     table = with_cloudflare(summary)
     fig, axes = subplots(1, len(_PANELS), figsize=(10, 0.5 * len(table) + 2.4), sharey=True)
     y = np.arange(len(table))[::-1]
@@ -63,7 +63,7 @@ def families_figure(summary: pd.DataFrame) -> Figure:
         ax.hlines(y, floor, shown, color="#dddddd", lw=1, zorder=1)
         ax.scatter(shown, y, color=colours, s=36, zorder=2)
         ax.set_xscale("log")
-        ax.set_xlim(floor, 300)
+        ax.set_xlim(floor / 4, 300)  # a zero's dot (at the floor) whole, not cut by the edge
         for yi, v, x in zip(y, values, shown, strict=True):
             ax.text(x * 1.5, yi, f"{v:.3g}" if v > 0 else "0", va="center", fontsize=8)
         ax.set_title(title, fontsize=9)
