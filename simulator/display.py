@@ -12,6 +12,9 @@ import pandas as pd
 __all__ = ["compact"]
 
 _STYLES = [
+    # columns as wide as their contents (JupyterLab lays tables out "fixed": from the header row
+    # alone, so a row label wider than its empty header cell would spill into the next column)
+    {"selector": "", "props": "table-layout: auto;"},
     # column headers wrap; the row labels (an algorithm's name) keep their width
     {"selector": "thead th", "props": "white-space: normal; max-width: 7.5em; font-size: 85%;"},
     {"selector": "tbody th", "props": "white-space: nowrap; font-size: 85%;"},
