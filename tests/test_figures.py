@@ -9,6 +9,7 @@ from pathlib import Path
 
 import matplotlib.text
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -262,3 +263,26 @@ def test_a_zero_on_the_families_log_axis_is_a_whole_dot_inside_the_edge():
         radius_px = (dots.get_sizes()[0] ** 0.5) / 2 * fig.dpi / 72
         xs = ax.transData.transform(dots.get_offsets())[:, 0]
         assert (xs - radius_px > left).all(), ax.get_title()
+
+
+def test_the_boundary_burst_title_keeps_clear_of_the_first_panels_titles_and_says_what_happened():
+    import pandas as pd
+
+    from simulator.algorithms import ALGORITHMS
+    from simulator.charts.burst import boundary_burst_figure
+    from simulator.model import boundary_burst
+
+    frame = pd.concat([boundary_burst(a) for a in ALGORITHMS], ignore_index=True)
+    fig = boundary_burst_figure(frame, 100, 60_000, 59, 61)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    bottom_of_title = fig._suptitle.get_window_extent(renderer).y0
+    tops = [ax.title.get_window_extent(renderer).y1 for ax in fig.axes]
+    assert bottom_of_title - max(tops) >= 8  # pixels: a clear gap, in any font
+    assert "lets 2.00x the limit through" in fig.get_suptitle()
+
+    only_log = boundary_burst_figure(
+        frame[frame["algorithm"] == "sliding_log"], 100, 60_000, 59, 61
+    )
+    assert "every algorithm holds the limit" in only_log.get_suptitle()
