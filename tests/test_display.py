@@ -25,3 +25,4 @@ def test_compact_can_trim_trailing_zeros_so_a_count_reads_as_one():
     html = compact(frame, 3, trim=True).to_html()
     assert ">1<" in html and ">98.333<" in html and "1.000" not in html
     assert "61,000" in html
+    assert ">–<" in html and "nan" not in html  # a figure nobody published, not a nan
