@@ -30,6 +30,7 @@ from simulator.comparison.score import (
 )
 from simulator.comparison.spec import Candidate, resolve_candidates
 from simulator.comparison.split import SplitTrace, split_trace
+from simulator.records import CLIENT_DTYPE
 from simulator.scenario import ConfigError, check_int
 
 __all__ = ["compare", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
@@ -138,7 +139,7 @@ def _on_server(task: Task, backend: Any) -> Part:
         requests = (
             (cl, t)
             for part in read_shard(task.shard_file)
-            for cl, t in zip(part.clients, part.t_ms)
+            for cl, t in zip(part.clients, part.t_ms, strict=True)
         )
         return run_keys(c.algorithm, c.limit, c.window_ms, requests, backend, c.params)
 
@@ -288,21 +289,20 @@ def _row(c: Candidate, p: Part, split: SplitTrace, is_baseline: bool) -> dict[st
 
 
 def _clients(parts: list[Part]) -> pd.DataFrame:
+    """One row per client a candidate flipped, most flips first (ties: first flipped first)."""
     rows = [
-        (p.candidate, client, r[0], r[1] + r[2], r[1], r[2], r[3], r[4])
-        for p in parts
+        (i, p.candidate, client, r[0], r[1] + r[2], r[1], r[2], r[3], r[4])
+        for i, p in enumerate(parts)
         for client, r in p.clients.items()
     ]
-    frame = pd.DataFrame(rows, columns=list(CLIENT_COLUMNS))
-    frame = frame.astype({"client": "object", **{c: "int64" for c in CLIENT_COLUMNS[2:]}})
-    order = {p.candidate: i for i, p in enumerate(parts)}
-    frame["_c"] = frame["candidate"].map(order)
-    frame = frame.sort_values(
-        ["_c", "flips", "first_flip_t_ms", "client"],
-        ascending=[True, False, True, True],
-        kind="stable",
-    )
-    return frame.drop(columns="_c").reset_index(drop=True)
+    rows.sort(key=lambda r: (r[0], -r[4], r[7], r[2]))
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 9
+    data: dict[str, Any] = {"candidate": list(columns[1])}
+    # Python strings: an id with bytes that are not UTF-8 keeps them (lone surrogates).
+    data["client"] = pd.array(list(columns[2]), dtype=CLIENT_DTYPE)
+    for name, values in zip(CLIENT_COLUMNS[2:], columns[3:], strict=True):
+        data[name] = np.array(values, dtype=np.int64)
+    return pd.DataFrame(data, columns=list(CLIENT_COLUMNS))
 
 
 def _timeline(parts: list[Part], timeline: tuple[int, int, int]) -> pd.DataFrame:

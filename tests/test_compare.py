@@ -1,0 +1,271 @@
+"""``compare``: candidates replayed over a trace with the real Lua, scored against the baseline.
+
+The scorecard's counts are checked against an independent count made here with the algorithms'
+pure-Python references (request by request in time order, ties in file order); the sharded run
+against the serial one; bad SPECs against one message and exit status 2.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simulator.algorithms import REFERENCES
+from simulator.comparison import SCORE_COLUMNS, compare, parse_spec
+from simulator.comparison.split import read_shard, split_trace
+from simulator.records import CLIENT_DTYPE
+from simulator.scenario import ConfigError
+from simulator.traces import read_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "traces" / "apache_combined_sample.log"
+BASELINE = "sliding_log:limit=10,window=10"
+CANDIDATES = ["fixed_window:limit=10,window=10", "token_bucket:limit=10,window=10"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "simulator", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def reference_decisions(trace: pd.DataFrame, spec: str) -> np.ndarray:
+    """Each request's decision by the algorithm's pure reference, in the trace's row order."""
+    c = parse_spec(spec)
+    ref = REFERENCES[c.algorithm](c.limit, c.window_ms, **c.params)
+    order = np.argsort(trace["t_ms"].to_numpy(), kind="stable")
+    allowed = np.zeros(len(trace), dtype=bool)
+    clients, times = trace["client"].tolist(), trace["t_ms"].tolist()
+    for i in order.tolist():
+        allowed[i] = ref.decide(clients[i], times[i]).allowed
+    return allowed
+
+
+def small_trace(n: int = 1500) -> pd.DataFrame:
+    """Bursty clients on a millisecond clock: flips each way, ties within a millisecond."""
+    rng = np.random.default_rng(7)
+    clients = rng.choice([f"c{i}" for i in range(12)] + ["a,b", 'q"x', "b\udcff"], size=n)
+    t_ms = np.sort(rng.integers(0, 20_000, size=n))
+    return pd.DataFrame({"t_ms": t_ms, "client": pd.array(clients.tolist(), dtype=CLIENT_DTYPE)})
+
+
+def test_sample_log_counts_agree_with_an_independent_count():
+    scorecard, clients = compare(SAMPLE, BASELINE, CANDIDATES, fmt="clf")
+    trace = read_trace(SAMPLE, "clf")
+    base = reference_decisions(trace, BASELINE)
+    exact = base  # the baseline is the exact log of the same limit and window
+    rows = scorecard.set_index("candidate")
+    assert rows.loc[BASELINE, "refused"] == int((~base).sum())
+    for spec in CANDIDATES:
+        mine = reference_decisions(trace, spec)
+        row = rows.loc[spec]
+        assert row["requests"] == len(trace)
+        assert row["admitted"] == int(mine.sum())
+        assert row["refused"] == int((~mine).sum())
+        assert row["flips_to_refused"] == int((base & ~mine).sum())
+        assert row["flips_to_admitted"] == int((~base & mine).sum())
+        assert row["wrongly_admitted"] == int((mine & ~exact).sum())
+        assert row["wrongly_refused"] == int((~mine & exact).sum())
+        flipped = trace["client"][base != mine]
+        assert row["clients_affected"] == flipped.nunique()
+        mine_clients = clients[clients["candidate"] == spec].set_index("client")
+        assert dict(mine_clients["flips"]) == dict(Counter(flipped))
+    # the figures the README quotes for this log (refused per algorithm)
+    assert list(scorecard["refused"]) == [153, 108, 65]
+    assert scorecard.attrs["trace"]["resolution_ms"] == 1000
+    assert "trace resolution (1 s)" in rows.loc[CANDIDATES[1], "depends_on"]
+    assert rows.loc[CANDIDATES[0], "depends_on"] == ""
+
+
+def test_candidates_of_another_limit_and_window_are_held_against_their_own_exact_log():
+    trace = small_trace()
+    other = "sliding_counter:limit=7,window=3"
+    scorecard, _ = compare(trace, "fixed_window:limit=5,window=2", [other])
+    base = reference_decisions(trace, "fixed_window:limit=5,window=2")
+    mine = reference_decisions(trace, other)
+    exact = reference_decisions(trace, "sliding_log:limit=7,window=3")
+    row = scorecard.set_index("candidate").loc[other]
+    assert (row["flips_to_refused"], row["flips_to_admitted"]) == (
+        int((base & ~mine).sum()),
+        int((~base & mine).sum()),
+    )
+    assert (row["wrongly_admitted"], row["wrongly_refused"]) == (
+        int((mine & ~exact).sum()),
+        int((~mine & exact).sum()),
+    )
+    assert row["flips_to_refused"] and row["flips_to_admitted"]
+    assert row["wrongly_admitted"] and row["wrongly_refused"]
+
+
+def test_sharded_run_equals_the_serial_run():
+    trace = small_trace()
+    candidates = ["sliding_counter:limit=5,window=2", "gcra:limit=5,window=2,burst=2"]
+    serial = compare(trace, "fixed_window:limit=5,window=2", candidates)
+    sharded = compare(trace, "fixed_window:limit=5,window=2", candidates, shards=4)
+    pd.testing.assert_frame_equal(serial[0], sharded[0])
+    pd.testing.assert_frame_equal(serial[1], sharded[1])
+    pd.testing.assert_frame_equal(serial[0].attrs["timeline"], sharded[0].attrs["timeline"])
+    assert len(serial[1]) > 0
+
+
+def test_shards_hold_each_client_whole_and_in_time_order(tmp_path):
+    trace = small_trace(400)
+    path = tmp_path / "t.csv"
+    trace.to_csv(path, index=False, encoding="utf-8", errors="surrogateescape")
+    split = split_trace(path, "csv", tmp_path, shards=3)
+    seen: dict[str, int] = {}
+    positions = []
+    for k, f in enumerate(split.shard_files):
+        times = []
+        for part in read_shard(f):
+            for c in part.clients:
+                assert seen.setdefault(c, k) == k
+            times += part.t_ms
+            positions += list(part.positions)
+        assert times == sorted(times)
+    assert sorted(positions) == list(range(len(trace)))
+    assert split.resolution_ms == 1 and split.clients == trace["client"].nunique()
+
+
+def test_retry_after_percentiles_are_exact():
+    trace = small_trace()
+    scorecard, _ = compare(trace, "sliding_log:limit=5,window=2", ["fixed_window:limit=5,window=2"])
+    # the same percentiles from the references' Retry-After values (nearest rank)
+    c = parse_spec("fixed_window:limit=5,window=2")
+    ref = REFERENCES["fixed_window"](c.limit, c.window_ms)
+    values = sorted(
+        d.retry_after_ms
+        for d in (ref.decide(cl, t) for cl, t in zip(trace["client"], trace["t_ms"], strict=True))
+        if not d.allowed
+    )
+    rank99 = -(-99 * len(values) // 100)
+    row = scorecard.iloc[1]
+    assert row["retry_after_p99_s"] == values[rank99 - 1] / 1000
+    assert row["retry_after_p50_s"] == values[-(-len(values) // 2) - 1] / 1000
+
+
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        ("nope:limit=1,window=1", "unknown algorithm 'nope'"),
+        ("sliding_log:limit=1,window=1,burst=3", "unknown parameter 'burst' for sliding_log"),
+        ("token_bucket:limit=1,window=1,bust=3", "unknown parameter 'bust'"),
+        ("sliding_log:limit=0,window=1", "limit must be a whole number"),
+        ("sliding_log:limit=1.5,window=1", "limit must be a whole number"),
+        ("sliding_log:limit=3,window=0", "window must be a number of seconds"),
+        ("sliding_log:limit=3,window=abc", "window must be a number of seconds"),
+        ("sliding_log:limit=3,window", "is not key=value"),
+        ("sliding_log:limit=3;window=1", "got '3;window=1'"),
+        ("sliding_log:limit=3,limit=4,window=1", "'limit' given twice"),
+        ("sliding_log:window=4", "needs limit=N"),
+    ],
+)
+def test_bad_spec_is_one_message(spec, needle):
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
+        parse_spec(spec)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (
+            ["--baseline", "nope:limit=1,window=1", "--candidate", "sliding_log"],
+            "unknown algorithm",
+        ),
+        (["--baseline", BASELINE, "--candidate", "gcra:burst=x"], "burst must be a number"),
+        (
+            ["--baseline", BASELINE, "--candidate", "sliding_log:burst=2"],
+            "unknown parameter 'burst'",
+        ),
+        (["--baseline", BASELINE], "at least one --candidate"),
+        (["--baseline", BASELINE, "--candidate", BASELINE], "given twice"),
+    ],
+)
+def test_cli_bad_spec_exits_2_with_one_message(args, needle):
+    done = run("compare", str(SAMPLE), "--format", "clf", *args)
+    assert done.returncode == 2, done.stderr
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_cli_bad_candidates_file_names_the_table(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[[candidate]]\nalgorithm = "gcra"\nlimit = 5\n\n[[candidate]]\nalgorithm = "x"\n'
+    )
+    done = run(
+        "compare", str(SAMPLE), "--format", "clf", "--baseline", BASELINE, "--candidates", str(path)
+    )
+    assert done.returncode == 2
+    assert "candidate[1]: unknown algorithm 'x'" in done.stderr
+
+
+def test_cli_truncated_trace_is_refused_with_its_line(tmp_path):
+    lines = SAMPLE.read_text().splitlines()[:20]
+    path = tmp_path / "cut.log"
+    path.write_text("\n".join(lines[:19]) + "\n" + lines[19][:30])
+    done = run(
+        "compare",
+        str(path),
+        "--format",
+        "clf",
+        "--baseline",
+        BASELINE,
+        "--candidate",
+        CANDIDATES[0],
+    )
+    assert done.returncode == 2
+    assert f"{path}:20:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cli_scorecard_csv_and_table(tmp_path):
+    trace = small_trace(300)
+    path = tmp_path / "t.csv"
+    trace.to_csv(path, index=False, encoding="utf-8", errors="surrogateescape")
+    out = tmp_path / "score.csv"
+    toml = tmp_path / "c.toml"
+    toml.write_text(
+        '[[candidate]]\nname = "gentle bucket"\nalgorithm = "token_bucket"\nburst = 2\n'
+    )
+    done = run(
+        "compare",
+        str(path),
+        "--baseline",
+        "sliding_log:limit=4,window=1",
+        "--candidate",
+        "fixed_window",
+        "--candidates",
+        str(toml),
+        "--out",
+        str(out),
+        "--shards",
+        "2",
+        "--charts",
+        str(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    score = pd.read_csv(out, keep_default_na=False)
+    assert list(score.columns) == list(SCORE_COLUMNS)
+    assert list(score["candidate"]) == [
+        "sliding_log:limit=4,window=1",
+        "fixed_window",
+        "gentle bucket",
+    ]
+    assert list(score["limit"]) == [4, 4, 4]
+    assert "time resolution 1 ms" in done.stdout and "most affected by fixed_window" in done.stdout
+    assert sorted(p.name for p in tmp_path.glob("compare_*.png")) == [
+        "compare_client_flips.png",
+        "compare_flips_over_time.png",
+        "compare_scorecard.png",
+    ]
