@@ -76,6 +76,8 @@ class Part:
     bits: np.ndarray | None = None
     #: server CPU seconds spent on this task (a real server only)
     server_cpu_s: float | None = None
+    #: the peak resident memory of the process that ran the task, in kB (0: not known)
+    peak_rss_kb: int = 0
 
 
 class _Tally:
@@ -234,7 +236,18 @@ def score_shard(task: Task) -> Part:
     from simulator.userscripts.shipping import install
 
     install(task.script)
-    return replay_shard(task, FakeRedisBackend())
+    part = replay_shard(task, FakeRedisBackend())
+    part.peak_rss_kb = _peak_rss_kb()
+    return part
+
+
+def _peak_rss_kb() -> int:
+    """This process's peak resident memory (``VmHWM``), in kB; 0 where /proc does not say."""
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        return 0
 
 
 def merge_parts(parts: list[Part]) -> Part:
@@ -260,6 +273,7 @@ def merge_parts(parts: list[Part]) -> Part:
                 setattr(
                     whole, name, b.copy() if a is None else (a | b if name == "bits" else a + b)
                 )
+        whole.peak_rss_kb = max(whole.peak_rss_kb, p.peak_rss_kb)
         if p.server_cpu_s is not None:
             whole.server_cpu_s = (whole.server_cpu_s or 0.0) + p.server_cpu_s
     return whole
