@@ -315,3 +315,33 @@ def test_candidates_times_shards_on_a_dask_cluster_equal_the_serial_run():
         )
     pd.testing.assert_frame_equal(serial[0], on_dask[0])
     pd.testing.assert_frame_equal(serial[1], on_dask[1])
+
+
+def test_on_a_real_valkey_same_scorecard_with_server_cpu_and_only_its_own_keys():
+    """A server the program did not start: its keys are checked absent, the scorecard is the
+    fake server's (windows stretched so that no key can expire while the test runs), the
+    server's CPU per decision is reported, and the run deletes the keys it made, no others."""
+    from simulator.backends import RedisBackend
+    from simulator.backends.embedded import EmbeddedValkey
+
+    trace = small_trace(300)
+    trace["t_ms"] = trace["t_ms"] * 1000  # a window of 2000 s on the server's clock
+    base, others = "sliding_log:limit=5,window=2000", ["sliding_counter:limit=5,window=2000"]
+    on_fake = compare(trace, base, others)
+    with EmbeddedValkey() as server:
+        backend = RedisBackend(server.client(), "valkey")
+        try:
+            backend.client.set("somebody:else", "1")
+            on_server = compare(trace, base, others, backend=backend)
+            assert backend.client.keys("*") == [b"somebody:else"]
+            backend.client.set("rl:sl:{c1}", "left over")
+            with pytest.raises(ConfigError, match="already exist"):
+                compare(trace, base, others, backend=backend)
+            assert backend.client.get("rl:sl:{c1}") == b"left over"
+        finally:
+            backend.close()
+    cpu = on_server[0].pop("server_cpu_us_per_decision")
+    assert (cpu > 0).all()
+    assert on_fake[0].pop("server_cpu_us_per_decision").isna().all()
+    pd.testing.assert_frame_equal(on_fake[0], on_server[0])
+    pd.testing.assert_frame_equal(on_fake[1], on_server[1])
