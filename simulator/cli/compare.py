@@ -36,11 +36,11 @@ _SHOWN = (
 )
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, digits: int = 2) -> str:
     if isinstance(value, float):
         if value != value:  # NaN
             return "-"
-        return f"{value:,.2f}"
+        return f"{value:,.{digits}f}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
@@ -49,7 +49,10 @@ def _cell(value: Any) -> str:
 def format_scorecard(scorecard: Any) -> str:
     """The scorecard as a text table, one line per configuration, the notes beneath."""
     header = [label for _, label in _SHOWN]
-    rows = [[_cell(r[c]) for c, _ in _SHOWN] for r in scorecard.to_dict("records")]
+    rows = [
+        [_cell(r[c], 3 if c.endswith("_s") else 2) for c, _ in _SHOWN]
+        for r in scorecard.to_dict("records")
+    ]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = [
         "  ".join(
