@@ -345,3 +345,56 @@ def test_on_a_real_valkey_same_scorecard_with_server_cpu_and_only_its_own_keys()
     assert on_fake[0].pop("server_cpu_us_per_decision").isna().all()
     pd.testing.assert_frame_equal(on_fake[0], on_server[0])
     pd.testing.assert_frame_equal(on_fake[1], on_server[1])
+
+
+def test_pick_follows_its_stated_rule():
+    from simulator.comparison.choice import pick
+
+    card = pd.DataFrame(
+        {
+            "candidate": ["base", "loose", "tight", "tighter"],
+            "role": ["baseline", "candidate", "candidate", "candidate"],
+            "most_in_window_ratio": [2.0, 1.9, 1.2, 1.0],
+            "flips_to_refused": [0, 1, 30, 40],
+            "clients_affected": [0, 1, 5, 6],
+            "bytes_per_active_client": [90.0, 130.0, 180.0, 360.0],
+        }
+    )
+    best, why = pick(card, 1.25)
+    assert best["candidate"] == "tight" and "1 of the 3 candidates does not" in why
+    best, why = pick(card, 0.5)
+    assert best["candidate"] == "tighter" and "comes closest" in why
+
+
+def test_echomq_says_it_depends_on_the_server_clock():
+    trace = small_trace(200)
+    card, _ = compare(trace, "fixed_window:limit=5,window=2", ["echomq:limit=5,window=2"])
+    assert "server clock" in card.iloc[1]["depends_on"]
+    assert card.iloc[0]["depends_on"] == ""  # a trace of whole milliseconds
+
+
+def test_sigterm_ends_the_run_with_one_line_and_its_temporary_folder(tmp_path):
+    import os
+    import signal
+    import time
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "simulator", "compare", str(SAMPLE), "--format", "clf",
+         "--baseline", BASELINE, "--candidate", CANDIDATES[0]],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        # the shards are written: the replay is under way
+        while not list(tmp_path.glob("compare-*/shard-*.pickle")) and child.poll() is None:
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=300)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 143, err
+    assert "interrupted (SIGTERM)" in err and "Traceback" not in err
+    assert not list(tmp_path.glob("compare-*"))
