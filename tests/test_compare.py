@@ -398,3 +398,32 @@ def test_sigterm_ends_the_run_with_one_line_and_its_temporary_folder(tmp_path):
     assert child.returncode == 143, err
     assert "interrupted (SIGTERM)" in err and "Traceback" not in err
     assert not list(tmp_path.glob("compare-*"))
+
+
+def test_a_stopped_run_keeps_the_configurations_it_finished(tmp_path, monkeypatch, capsys):
+    from simulator.cli import main
+    from simulator.comparison import score
+
+    real = score.replay_shard
+
+    def stop_at_the_candidates(task, backend):
+        if task.baseline_bits is not None:  # the baseline is done; Ctrl-C now
+            raise KeyboardInterrupt
+        return real(task, backend)
+
+    trace = small_trace(200)
+    full, _ = compare(trace, "sliding_log:limit=4,window=1", ["fixed_window"])
+    monkeypatch.setattr(score, "replay_shard", stop_at_the_candidates)
+    path, out = tmp_path / "t.csv", tmp_path / "score.csv"
+    trace.to_csv(path, index=False, encoding="utf-8", errors="surrogateescape")
+    code = main(
+        ["compare", str(path), "--baseline", "sliding_log:limit=4,window=1", "--candidate",
+         "fixed_window", "--out", str(out)],
+    )  # fmt: skip
+    said = capsys.readouterr()
+    assert code == 130
+    assert "1 of 2 configurations were finished before the stop" in said.err
+    assert "interrupted (SIGINT)" in said.err
+    kept = pd.read_csv(out)
+    assert list(kept["candidate"]) == ["sliding_log:limit=4,window=1"]
+    assert kept.loc[0, "refused"] == full.loc[0, "refused"]

@@ -126,20 +126,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "the shards run here, one after another: leave --scheduler out"
         )
     total = len(candidates) + 1
-    with sigterm_interrupts():
-        with open_backend(args.backend) as backend:
+    finished: list[dict[str, Any]] = []
+    try:
+        with sigterm_interrupts(), open_backend(args.backend) as backend:
             real = None if backend.virtual_time else backend
             with tqdm(
                 desc=f"read {args.trace.name}", unit="req", file=sys.stderr, disable=None
             ) as bar:
-                bar_tasks: list[Any] = []
-
-                def on_progress(n: int) -> None:
-                    bar.update(n)
+                tasks_done: list[str] = []
 
                 def on_task(part: Any) -> None:
-                    bar_tasks.append(part.candidate)
-                    bar.set_description(f"{len(bar_tasks)} tasks done ({total} configurations)")
+                    tasks_done.append(part.candidate)
+                    bar.set_description(f"{len(tasks_done)} tasks done ({total} configurations)")
 
                 scorecard, clients = compare(
                     args.trace,
@@ -149,9 +147,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     shards=args.shards,
                     scheduler=args.scheduler,
                     backend=real,
-                    on_progress=on_progress,
+                    on_progress=bar.update,
                     on_task=on_task,
+                    on_row=finished.append,
                 )
+    except BaseException:  # Ctrl-C, SIGTERM, a failed server or script: keep what was finished
+        _keep_finished(args, finished, total)
+        raise
     facts = scorecard.attrs["trace"]
     step = facts["resolution_ms"]
     shown = f"{step / 1000:g} s" if step >= 1000 else f"{step} ms"
@@ -176,6 +178,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for path in save_compare_charts(scorecard, clients, args.charts):
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _keep_finished(args: argparse.Namespace, rows: list[dict[str, Any]], total: int) -> None:
+    """The run stopped early: the configurations finished are printed, and written to
+    ``--out``."""
+    if not rows:
+        return
+    import pandas as pd
+
+    from simulator.comparison import SCORE_COLUMNS
+
+    done = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
+    print(format_scorecard(done))
+    where = ""
+    if args.out is not None:
+        done.to_csv(args.out, index=False)
+        where = f"; written to {args.out}"
+    print(
+        f"{len(rows)} of {total} configurations were finished before the stop{where}",
+        file=sys.stderr,
+    )
 
 
 def _folder(text: str) -> Path:

@@ -104,7 +104,7 @@ def _run(
     tasks: list[Task],
     scheduler: Any,
     backend: Any,
-    on_task: Callable[[Part], None] | None,
+    on_task: Callable[[Part], None],
 ) -> list[Part]:
     """Every task's part, in the tasks' order: on ``backend`` here, or each on a fake server of
     its own (here, or on Dask)."""
@@ -114,16 +114,14 @@ def _run(
     if backend is not None and not backend.virtual_time:
         for i, task in enumerate(tasks):
             parts[i] = _on_server(task, backend)
-            if on_task is not None:
-                on_task(parts[i])
+            on_task(parts[i])
         return parts
     with dask_client(SERIAL if scheduler is None else scheduler) as client:
         for i, part, exc in run_tasks(client, score_shard, tasks, scatter=client is not None):
             if exc is not None:
                 raise exc
             parts[i] = part
-            if on_task is not None:
-                on_task(part)
+            on_task(part)
     return parts
 
 
@@ -172,6 +170,7 @@ def compare(
     workdir: str | Path | None = None,
     on_progress: Callable[[int], None] | None = None,
     on_task: Callable[[Part], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay ``baseline`` and every candidate (SPEC strings ``ALGORITHM:limit=N,window=S,...``
     or :class:`~simulator.comparison.spec.Candidate`) over ``trace`` (a file, ``fmt`` csv or
@@ -188,7 +187,9 @@ def compare(
     LocalCluster), ``"tcp://HOST:PORT"`` or a ``distributed.Client`` (the shard files must be
     readable by every worker: ``workdir`` on a shared folder). ``backend``: a real server to
     replay on instead (the tasks then run here, one after another, each candidate's keys
-    deleted after it).
+    deleted after it). ``on_task`` gets each task's part as it finishes; ``on_row`` each
+    configuration's scorecard row as soon as all its shards are done (the baseline's first), so
+    a caller keeps what was finished if the run is stopped.
     """
     base, others = resolve_candidates(baseline, candidates)
     shards = check_int("compare", "shards", shards, 1, 100_000)
@@ -224,14 +225,27 @@ def compare(
                 if split.shard_requests[k]
             ]
 
-        base_part = merge_parts(_run(tasks_for(base, None), scheduler, backend, on_task))
-        bits = base_part.bits
-        work = [t for c in others for t in tasks_for(c, bits)]
-        done = _run(work, scheduler, backend, on_task)
-    by_name: dict[str, list[Part]] = {}
-    for part in done:
-        by_name.setdefault(part.candidate, []).append(part)
-    merged = [base_part] + [merge_parts(by_name[c.name]) for c in others]
+        names = {c.name: c for c in everyone}
+        expected = {c.name: len(tasks_for(c, None)) for c in everyone}
+        finished: dict[str, list[Part]] = {}
+        merged_by_name: dict[str, Part] = {}
+
+        def take(part: Part) -> None:
+            if on_task is not None:
+                on_task(part)
+            got = finished.setdefault(part.candidate, [])
+            got.append(part)
+            if len(got) == expected[part.candidate]:
+                whole = merged_by_name[part.candidate] = merge_parts(got)
+                del finished[part.candidate]
+                if on_row is not None:
+                    c = names[part.candidate]
+                    on_row(_row(c, whole, split, c is base))
+
+        _run(tasks_for(base, None), scheduler, backend, take)
+        bits = merged_by_name[base.name].bits
+        _run([t for c in others for t in tasks_for(c, bits)], scheduler, backend, take)
+    merged = [merged_by_name[c.name] for c in everyone]
     scorecard = pd.DataFrame(
         [_row(c, p, split, i == 0) for i, (c, p) in enumerate(zip(everyone, merged, strict=True))],
         columns=list(SCORE_COLUMNS),
