@@ -427,3 +427,27 @@ def test_a_stopped_run_keeps_the_configurations_it_finished(tmp_path, monkeypatc
     kept = pd.read_csv(out)
     assert list(kept["candidate"]) == ["sliding_log:limit=4,window=1"]
     assert kept.loc[0, "refused"] == full.loc[0, "refused"]
+
+
+@pytest.mark.parametrize("scheduler", [None, "local"])
+def test_replay_with_shards_writes_the_serial_replays_bytes(tmp_path, scheduler):
+    trace = small_trace(700)
+    trace["cost"] = np.where(np.arange(len(trace)) % 7 == 0, 2, 1)
+    shuffled = trace.sample(frac=1, random_state=3)  # out of time order: sorted on disk
+    path = tmp_path / "t.csv"
+    shuffled.to_csv(path, index=False, encoding="utf-8", errors="surrogateescape")
+    common = ["replay", str(path), "--algorithm", "token_bucket", "--limit", "4", "--window",
+              "1.5", "--param", "burst=3", "--headers", "both"]  # fmt: skip
+    serial = run(*common, "--out", str(tmp_path / "serial.csv"))
+    assert serial.returncode == 0, serial.stderr
+    extra = [] if scheduler is None else ["--scheduler", scheduler]
+    sharded = run(*common, "--shards", "3", *extra, "--out", str(tmp_path / "sharded.csv"))
+    assert sharded.returncode == 0, sharded.stderr
+    assert (tmp_path / "serial.csv").read_bytes() == (tmp_path / "sharded.csv").read_bytes()
+    assert "(3 shards)" in sharded.stderr
+
+
+def test_replay_shards_on_a_real_server_is_one_message():
+    done = run("replay", str(SAMPLE), "--format", "clf", "--algorithm", "fixed_window", "--limit",
+               "5", "--window", "1", "--shards", "2", "--backend", "redis://127.0.0.1:1/0")  # fmt: skip
+    assert done.returncode == 2 and "fake server of its own" in done.stderr
