@@ -343,6 +343,9 @@ def test_on_a_real_valkey_same_scorecard_with_server_cpu_and_only_its_own_keys()
     cpu = on_server[0].pop("server_cpu_us_per_decision")
     assert (cpu > 0).all()
     assert on_fake[0].pop("server_cpu_us_per_decision").isna().all()
+    weighed = on_server[0].pop("bytes_per_client_on_server")
+    assert (weighed > 40).all()  # keys still alive at the end, weighed with MEMORY USAGE
+    assert on_fake[0].pop("bytes_per_client_on_server").isna().all()
     pd.testing.assert_frame_equal(on_fake[0], on_server[0])
     pd.testing.assert_frame_equal(on_fake[1], on_server[1])
 

@@ -73,6 +73,11 @@ def format_scorecard(scorecard: Any) -> str:
             notes.append(f"depends on the {r['depends_on']}")
         if r["server_cpu_us_per_decision"] == r["server_cpu_us_per_decision"]:
             notes.append(f"server CPU {r['server_cpu_us_per_decision']:.2f} µs per decision")
+        if r["bytes_per_client_on_server"] == r["bytes_per_client_on_server"]:
+            notes.append(
+                f"{r['bytes_per_client_on_server']:,.0f} bytes per client weighed on the server "
+                "(MEMORY USAGE of the keys alive at the end)"
+            )
         if r["refused_never"]:
             notes.append(f"{r['refused_never']:,} refusals can never pass (cost over the limit)")
         if notes:

@@ -57,6 +57,7 @@ SCORE_COLUMNS = (
     "retry_after_p99_s",
     "refused_never",
     "bytes_per_active_client",
+    "bytes_per_client_on_server",
     "peak_active_clients",
     "peak_memory_bytes",
     "server_cpu_us_per_decision",
@@ -145,9 +146,38 @@ def _on_server(task: Task, backend: Any) -> Part:
     if problem is not None:
         raise ConfigError(problem)
     try:
-        return replay_shard(task, backend)
+        part = replay_shard(task, backend)
+        part.server_bytes, part.server_clients = _weigh(task, backend)
+        return part
     finally:
         _forget(backend, keys())
+
+
+#: Clients whose keys are weighed on a real server after each task.
+WEIGHED_CLIENTS = 200
+
+
+def _weigh(task: Task, backend: Any) -> tuple[int, int]:
+    """The bytes the server holds for the last :data:`WEIGHED_CLIENTS` clients of the shard
+    whose keys are still alive (``MEMORY USAGE`` of each key), and how many such clients."""
+    from simulator.comparison.split import read_shard
+
+    last: dict[str, int] = {}
+    for part in read_shard(task.shard_file):
+        for client, t in zip(part.clients, part.t_ms, strict=True):
+            last.pop(client, None)
+            last[client] = t  # the most recent at the end
+            if len(last) > 4 * WEIGHED_CLIENTS:
+                del last[next(iter(last))]
+    c = task.candidate
+    limiter = ALGORITHMS[c.algorithm](backend, c.limit, c.window_ms, **dict(c.params))
+    total, clients = 0, 0
+    for client, t in list(last.items())[-WEIGHED_CLIENTS:]:
+        sizes = [backend.client.memory_usage(k, samples=0) for k in limiter.keys(client, t)]
+        held = sum(size for size in sizes if size)
+        if held:
+            total, clients = total + held, clients + 1
+    return total, clients
 
 
 def _forget(backend: Any, keys: Sequence[str]) -> None:
@@ -295,6 +325,9 @@ def _row(c: Candidate, p: Part, split: SplitTrace, is_baseline: bool) -> dict[st
         "retry_after_p99_s": percentile_ms(retry, 0.99) / 1000,
         "refused_never": int(p.retry_after_ms.get(-1, 0)),
         "bytes_per_active_client": per_client,
+        "bytes_per_client_on_server": (
+            p.server_bytes / p.server_clients if p.server_clients else float("nan")
+        ),
         "peak_active_clients": peak,
         "peak_memory_bytes": per_client * peak,
         "server_cpu_us_per_decision": cpu,

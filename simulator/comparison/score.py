@@ -76,6 +76,9 @@ class Part:
     bits: np.ndarray | None = None
     #: server CPU seconds spent on this task (a real server only)
     server_cpu_s: float | None = None
+    #: on a real server: bytes its keys held for the clients weighed after the run, and how many
+    server_bytes: int = 0
+    server_clients: int = 0
     #: the peak resident memory of the process that ran the task, in kB (0: not known)
     peak_rss_kb: int = 0
 
@@ -274,6 +277,8 @@ def merge_parts(parts: list[Part]) -> Part:
                     whole, name, b.copy() if a is None else (a | b if name == "bits" else a + b)
                 )
         whole.peak_rss_kb = max(whole.peak_rss_kb, p.peak_rss_kb)
+        whole.server_bytes += p.server_bytes
+        whole.server_clients += p.server_clients
         if p.server_cpu_s is not None:
             whole.server_cpu_s = (whole.server_cpu_s or 0.0) + p.server_cpu_s
     return whole
