@@ -454,3 +454,19 @@ def test_replay_shards_on_a_real_server_is_one_message():
     done = run("replay", str(SAMPLE), "--format", "clf", "--algorithm", "fixed_window", "--limit",
                "5", "--window", "1", "--shards", "2", "--backend", "redis://127.0.0.1:1/0")  # fmt: skip
     assert done.returncode == 2 and "fake server of its own" in done.stderr
+
+
+def test_forgetting_idle_clients_changes_no_figure(monkeypatch):
+    from simulator.comparison import score
+
+    trace = small_trace(900)
+    specs = (
+        "fixed_window:limit=3,window=0.5",
+        ["sliding_log:limit=3,window=0.7", "gcra:limit=3,window=0.5"],
+    )
+    kept = compare(trace, *specs)
+    monkeypatch.setattr(score, "PRUNE_EVERY", 5)
+    pruned = compare(trace, *specs)
+    pd.testing.assert_frame_equal(kept[0], pruned[0])
+    pd.testing.assert_frame_equal(kept[1], pruned[1])
+    pd.testing.assert_frame_equal(kept[0].attrs["timeline"], pruned[0].attrs["timeline"])

@@ -34,6 +34,9 @@ from simulator.records import Decisions
 
 __all__ = ["Task", "Part", "score_shard", "merge_parts", "replay_shard"]
 
+#: Requests tallied between two prunings of the clients whose windows are empty.
+PRUNE_EVERY = 65_536
+
 
 @dataclass(frozen=True)
 class Task:
@@ -90,7 +93,9 @@ class _Tally:
         c = task.candidate
         self.part = Part(c.name)
         self.window_ms = c.window_ms
-        self.exact = SlidingLogRef(c.limit, c.window_ms).decide
+        self.log = SlidingLogRef(c.limit, c.window_ms)
+        self.exact = self.log.decide
+        self.since_prune = 0
         self.base = (
             None
             if task.baseline_bits is None
@@ -152,6 +157,9 @@ class _Tally:
                 if held > most:
                     most = held
         part.most_in_window = most
+        self.since_prune += n
+        if self.since_prune >= PRUNE_EVERY:
+            self._prune(t_list[-1])
         part.wrongly_admitted += int((allowed & ~exact).sum())
         part.wrongly_refused += int((~allowed & exact).sum())
         if self.own is not None:
@@ -176,6 +184,25 @@ class _Tally:
                 row = table[clients[i]] = [0, 0, 0, t_list[i], t_list[i]]
             row[1 if to_refused[i] else 2] += 1
             row[4] = t_list[i]
+
+    def _prune(self, now_ms: int) -> None:
+        """Forget the clients with nothing left in their window: what is kept then grows with
+        the clients active in the last window, not with every client of the trace. (What is
+        forgotten would have been emptied at the client's next request: nothing changes.)"""
+        self.since_prune = 0
+        edge = now_ms - self.window_ms
+        logs = self.log.logs
+        for client in [c for c, log in logs.items() if not log or log[-1] <= edge]:
+            del logs[client]
+        windows, in_window = self.windows, self.in_window
+        for client in [c for c, q in windows.items() if not q or q[-1][0] <= edge]:
+            del windows[client]
+            del in_window[client]
+        here = (now_ms - self.t0_ms) // self.bucket_ms
+        for client in [c for c, span in self.spans.items() if span[1] + 1 < here]:
+            lo, hi = self.spans.pop(client)
+            self.active[lo] += 1
+            self.active[hi + 1] -= 1
 
     def done(self) -> Part:
         for lo, hi in self.spans.values():
