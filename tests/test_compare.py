@@ -470,3 +470,28 @@ def test_forgetting_idle_clients_changes_no_figure(monkeypatch):
     pd.testing.assert_frame_equal(kept[0], pruned[0])
     pd.testing.assert_frame_equal(kept[1], pruned[1])
     pd.testing.assert_frame_equal(kept[0].attrs["timeline"], pruned[0].attrs["timeline"])
+
+
+def test_cli_empty_trace_and_client_ids_written_back_byte_for_byte(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("t_ms,client\n")
+    done = run(
+        "compare",
+        str(empty),
+        "--baseline",
+        "sliding_log:limit=1,window=1",
+        "--candidate",
+        "fixed_window",
+    )
+    assert (
+        done.returncode == 2
+        and "holds no requests" in done.stderr
+        and "Traceback" not in done.stderr
+    )
+    trace = tmp_path / "t.csv"
+    trace.write_bytes(b"t_ms,client\n" + b"".join(b"%d,a\xff\n" % t for t in (0, 999, 1000, 1001)))
+    out = tmp_path / "clients.csv"
+    done = run("compare", str(trace), "--baseline", "sliding_log:limit=2,window=1", "--candidate",
+               "fixed_window", "--clients-out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert b"\na\xff," in out.read_bytes()

@@ -186,7 +186,8 @@ def resolve_candidates(
     candidates: Sequence[str | Candidate],
 ) -> tuple[Candidate, list[Candidate]]:
     """The baseline and the candidates, parsed and checked: at least one candidate, no label
-    twice (a candidate equal to the baseline is allowed: it flips nothing)."""
+    twice (the baseline's included; the same configuration under another label is allowed, and
+    flips nothing)."""
     base = baseline if isinstance(baseline, Candidate) else parse_spec(baseline, what="baseline")
     out = [c if isinstance(c, Candidate) else parse_spec(c, base, "candidate") for c in candidates]
     if not out:
