@@ -494,4 +494,5 @@ def test_cli_empty_trace_and_client_ids_written_back_byte_for_byte(tmp_path):
     done = run("compare", str(trace), "--baseline", "sliding_log:limit=2,window=1", "--candidate",
                "fixed_window", "--clients-out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert b"\na\xff," in out.read_bytes()
+    assert b"\nfixed_window,a\xff,4,1,0,1,1001,1001\n" in out.read_bytes()
+    assert "a\\xff: 1 of 4 requests flipped" in done.stdout

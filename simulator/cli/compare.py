@@ -85,6 +85,12 @@ def format_scorecard(scorecard: Any) -> str:
     return "\n".join(lines)
 
 
+def _shown(client: str) -> str:
+    """A client id for the terminal: bytes that are not UTF-8 as ``\\xff`` escapes (the CSV
+    files keep the bytes themselves)."""
+    return client.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def format_clients(clients: Any, top: int) -> str:
     """The ``top`` clients each candidate affects most: who, how many flips each way, when."""
     from datetime import UTC, datetime
@@ -99,7 +105,7 @@ def format_clients(clients: Any, top: int) -> str:
         lines.append(f"most affected by {name} ({len(rows):,} clients):")
         for r in rows.head(top).to_dict("records"):
             lines.append(
-                f"  {r['client']}: {r['flips']:,} of {r['requests']:,} requests flipped "
+                f"  {_shown(r['client'])}: {r['flips']:,} of {r['requests']:,} requests flipped "
                 f"({r['flips_to_refused']:,} now refused, {r['flips_to_admitted']:,} now admitted), "
                 f"{when(r['first_flip_t_ms'])} to {when(r['last_flip_t_ms'])}"
             )
