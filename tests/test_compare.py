@@ -496,3 +496,13 @@ def test_cli_empty_trace_and_client_ids_written_back_byte_for_byte(tmp_path):
     assert done.returncode == 0, done.stderr
     assert b"\nfixed_window,a\xff,4,1,0,1,1001,1001\n" in out.read_bytes()
     assert "a\\xff: 1 of 4 requests flipped" in done.stdout
+
+
+def test_percentile_is_the_nearest_rank_exactly():
+    from simulator.comparison.scorecard import percentile_ms
+
+    counts = Counter(range(1, 101))  # 1 .. 100, once each
+    assert percentile_ms(counts, 0.99) == 99  # rank 99, not 100 (0.99 x 100 in floats)
+    assert percentile_ms(counts, 0.5) == 50
+    assert percentile_ms({7: 3}, 0.99) == 7
+    assert np.isnan(percentile_ms({}, 0.5))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -309,18 +309,3 @@ def merge_parts(parts: list[Part]) -> Part:
         if p.server_cpu_s is not None:
             whole.server_cpu_s = (whole.server_cpu_s or 0.0) + p.server_cpu_s
     return whole
-
-
-def percentile_ms(counts: Mapping[int, int], q: float) -> float:
-    """The ``q`` quantile (0..1) of values given as counts: the smallest value with at least
-    ``q`` of them at or below it (nearest rank); NaN when there are none."""
-    total = sum(counts.values())
-    if not total:
-        return float("nan")
-    rank = max(1, int(np.ceil(q * total)))
-    seen = 0
-    for value in sorted(counts):
-        seen += counts[value]
-        if seen >= rank:
-            return float(value)
-    return float(max(counts))  # pragma: no cover - rank <= total
