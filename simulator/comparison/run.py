@@ -60,6 +60,12 @@ def _run(
         return parts
     with dask_client(SERIAL if scheduler is None else scheduler) as client:
         for i, part, exc in run_tasks(client, score_shard, tasks, scatter=client is not None):
+            if isinstance(exc, OSError) and client is not None:
+                raise ConfigError(
+                    f"shard {tasks[i].shard_file}: a Dask worker could not read it ({exc}); "
+                    "the workers must see this machine's temporary folder (TMPDIR on a disk "
+                    "they share)"
+                ) from exc
             if exc is not None:
                 raise exc
             parts[i] = part
