@@ -18,6 +18,7 @@ import pytest
 
 from simulator.algorithms import REFERENCES
 from simulator.comparison import SCORE_COLUMNS, compare, parse_spec
+from simulator.comparison.scorecard import time_notes
 from simulator.comparison.split import read_shard, split_trace
 from simulator.records import CLIENT_DTYPE
 from simulator.scenario import ConfigError
@@ -83,8 +84,12 @@ def test_sample_log_counts_agree_with_an_independent_count():
     # the figures the README quotes for this log (refused per algorithm)
     assert list(scorecard["refused"]) == [153, 108, 65]
     assert scorecard.attrs["trace"]["resolution_ms"] == 1000
-    assert "trace resolution (1 s)" in rows.loc[CANDIDATES[1], "depends_on"]
-    assert rows.loc[CANDIDATES[0], "depends_on"] == ""
+    assert rows.loc[CANDIDATES[1], "depends_on"] == "trace resolution (1 s)"
+    assert rows.loc[BASELINE, "depends_on"] == "trace resolution (1 s)"  # (t - W, t] moves
+    assert rows.loc[CANDIDATES[0], "depends_on"] == ""  # seams on whole seconds: unmoved
+    unaligned = parse_spec("fixed_window:limit=10,window=2.5")
+    assert time_notes(unaligned, 1000) == "trace resolution (1 s)"
+    assert time_notes(unaligned, 1) == ""
 
 
 def test_candidates_of_another_limit_and_window_are_held_against_their_own_exact_log():

@@ -71,29 +71,24 @@ CLIENT_COLUMNS = (
     "first_flip_t_ms",
     "last_flip_t_ms",
 )
-#: Algorithms whose decisions use the time between requests finer than a window's grid.
-_CONTINUOUS = ("sliding_counter", "token_bucket", "gcra")
 
 
 def time_notes(candidate: Candidate, resolution_ms: int) -> str:
     """What the candidate's decisions depend on beyond the requests themselves (empty: nothing).
 
-    With a trace of whole seconds, requests of one second are decided in file order; a limiter
-    that weighs the milliseconds between requests (the counter's interpolation, a bucket's
-    refill) or a window that is not a whole number of the trace's steps decides on times
-    rounded before it saw them. A limiter whose window is the key's TTL depends on the
-    server's clock.
+    A trace of whole seconds has rounded every time down before any limiter saw it. Only the
+    clock-aligned fixed window is unmoved by that, and only when its window is a whole number of
+    the trace's steps: its seams are then whole steps, and no request is rounded across one.
+    Every other limiter decides on the rounded times (which requests lie within a trailing
+    window, the counter's interpolation, a bucket's refill), and they say so. A limiter whose
+    window is the key's TTL depends on the server's clock.
     """
     notes = []
-    cls = ALGORITHMS[candidate.algorithm]
-    if resolution_ms > 1 and (
-        candidate.algorithm in _CONTINUOUS
-        or candidate.window_ms % resolution_ms
-        or candidate.algorithm not in ("fixed_window", "sliding_log", "echomq")
-    ):
+    aligned = candidate.algorithm == "fixed_window" and candidate.window_ms % resolution_ms == 0
+    if resolution_ms > 1 and not aligned:
         step = f"{resolution_ms / 1000:g} s" if resolution_ms >= 1000 else f"{resolution_ms} ms"
         notes.append(f"trace resolution ({step})")
-    if cls.uses_server_time:
+    if ALGORITHMS[candidate.algorithm].uses_server_time:
         notes.append("server clock (the window is the key's TTL)")
     return "; ".join(notes)
 
