@@ -70,8 +70,9 @@ Markdown(
     f"The log holds **{facts['requests']:,} requests** from **{facts['clients']:,} clients** "
     f"over {(facts['t_max_ms'] - facts['t_min_ms']) / 3_600_000:,.1f} hours. Its times are "
     f"whole multiples of **{step_s:g} s**: requests of one {step_s:g} s step are decided in the "
-    "order the log lists them, and a limiter that weighs the milliseconds between requests "
-    "(the counter's interpolation, a bucket's refill) sees them rounded - its row says so."
+    "order the log lists them, and every limiter but a fixed window whose seams fall on whole "
+    "steps decides on rounded times (what lies within a trailing window, the counter's "
+    "interpolation, a bucket's refill) - its row says so in `depends_on`."
 )
 
 # %% [markdown]
@@ -157,6 +158,7 @@ Markdown(
 #
 # * The log is what the *baseline's* clients sent. A client refused more often may slow down,
 #   retry, or go away; a replay cannot know. Flips count decisions on the same requests.
-# * Whole-second times: a limiter that interpolates within a window decides on rounded times.
+# * Whole-second times: every limiter but the fixed window decides on rounded times, the exact
+#   log included (it is exact on the times the log holds).
 # * Memory is the measured steady state of a client at its limit, times the most clients that
 #   held keys at once (`peak_active_clients`), not a forecast for another site's traffic.
