@@ -511,3 +511,11 @@ def test_percentile_is_the_nearest_rank_exactly():
     assert percentile_ms(counts, 0.5) == 50
     assert percentile_ms({7: 3}, 0.99) == 7
     assert np.isnan(percentile_ms({}, 0.5))
+
+
+def test_too_many_shards_is_one_message():
+    done = run("compare", str(SAMPLE), "--format", "clf", "--baseline", BASELINE, "--candidate",
+               CANDIDATES[0], "--shards", "100000")  # fmt: skip
+    assert (
+        done.returncode == 2 and "compare.shards: must be an integer from 1 to 512" in done.stderr
+    )

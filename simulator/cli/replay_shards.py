@@ -83,12 +83,14 @@ def replay_sharded(args: argparse.Namespace) -> int:
     from simulator.cli.output import DecisionCsv, HeaderColumns
     from simulator.cli.runs import OutputError, sigterm_interrupts
     from simulator.cli.tally import ReplayTally
-    from simulator.comparison.split import split_trace
+    from simulator.comparison.split import MAX_SHARDS, split_trace
     from simulator.shards import not_per_client
     from simulator.spool import SpoolError
     from simulator.userscripts.shipping import shipped
     from simulator.workers import SERIAL, dask_client, run_tasks
 
+    if args.shards > MAX_SHARDS:
+        raise UsageError(f"--shards: at most {MAX_SHARDS}, got {args.shards}")
     if args.backend != "fakeredis":
         raise UsageError("--shards: each shard runs on a fake server of its own (fakeredis)")
     why = not_per_client(args.algorithm)

@@ -36,7 +36,7 @@ from simulator.comparison.scorecard import (
 )
 from simulator.comparison.server import on_server
 from simulator.comparison.spec import Candidate, resolve_candidates
-from simulator.comparison.split import split_trace
+from simulator.comparison.split import MAX_SHARDS, split_trace
 from simulator.scenario import ConfigError, check_int
 
 __all__ = ["compare", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
@@ -107,7 +107,7 @@ def compare(
     a caller keeps what was finished if the run is stopped.
     """
     base, others = resolve_candidates(baseline, candidates)
-    shards = check_int("compare", "shards", shards, 1, 100_000)
+    shards = check_int("compare", "shards", shards, 1, MAX_SHARDS)
     everyone = [base, *others]
     if shards > 1:
         from simulator.shards import not_per_client

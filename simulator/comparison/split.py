@@ -27,12 +27,22 @@ from simulator.spool import SpoolError
 from simulator.trace_scan import scan_trace
 from simulator.traces import Requests, TraceError
 
-__all__ = ["SplitTrace", "split_trace", "read_shard", "shard_of", "RESOLUTIONS_MS", "MAX_BUCKETS"]
+__all__ = [
+    "SplitTrace",
+    "split_trace",
+    "read_shard",
+    "shard_of",
+    "RESOLUTIONS_MS",
+    "MAX_BUCKETS",
+    "MAX_SHARDS",
+]
 
 #: The time resolutions a trace is tested for, coarsest first.
 RESOLUTIONS_MS = (1000, 100, 10, 1)
-#: Requests per pickled block of a shard file.
-BLOCK_REQUESTS = 16_384
+#: Requests held for all the shards together before a shard's block is written.
+BLOCK_REQUESTS = 65_536
+#: The most shards a trace is split into (each is an open file while the trace is dealt).
+MAX_SHARDS = 512
 #: The most time buckets a timeline holds (a bucket is a whole number of seconds).
 MAX_BUCKETS = 200_000
 
@@ -92,6 +102,8 @@ def split_trace(
     resolutions = list(RESOLUTIONS_MS)
     seen: set[str] = set()
     buffers: list[list[Requests]] = [[] for _ in range(shards)]
+    held = [0] * shards
+    block = max(1024, BLOCK_REQUESTS // shards)
     try:
         files = [f.open("wb") for f in out.shard_files]
         try:
@@ -102,9 +114,10 @@ def split_trace(
                 for k, piece in _dealt(part, shards):
                     out.shard_requests[k] += len(piece.t_ms)
                     buffers[k].append(piece)
-                    if sum(len(p.t_ms) for p in buffers[k]) >= BLOCK_REQUESTS:
+                    held[k] += len(piece.t_ms)
+                    if held[k] >= block:
                         pickle.dump(_joined(buffers[k]), files[k], pickle.HIGHEST_PROTOCOL)
-                        buffers[k] = []
+                        buffers[k], held[k] = [], 0
             for k, buffered in enumerate(buffers):
                 if buffered:
                     pickle.dump(_joined(buffered), files[k], pickle.HIGHEST_PROTOCOL)
