@@ -44,13 +44,13 @@ __all__ = ["compare", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
 
 def _run(
     tasks: list[Task],
-    scheduler: Any,
+    client: Any,
     backend: Any,
     on_task: Callable[[Part], None],
 ) -> list[Part]:
     """Every task's part, in the tasks' order: on ``backend`` here, or each on a fake server of
-    its own (here, or on Dask)."""
-    from simulator.workers import SERIAL, dask_client, run_tasks
+    its own (here, or on the Dask ``client``'s workers)."""
+    from simulator.workers import run_tasks
 
     parts: list[Part] = [None] * len(tasks)  # type: ignore[list-item]
     if backend is not None and not backend.virtual_time:
@@ -58,18 +58,17 @@ def _run(
             parts[i] = on_server(task, backend)
             on_task(parts[i])
         return parts
-    with dask_client(SERIAL if scheduler is None else scheduler) as client:
-        for i, part, exc in run_tasks(client, score_shard, tasks, scatter=client is not None):
-            if isinstance(exc, OSError) and client is not None:
-                raise ConfigError(
-                    f"shard {tasks[i].shard_file}: a Dask worker could not read it ({exc}); "
-                    "the workers must see this machine's temporary folder (TMPDIR on a disk "
-                    "they share)"
-                ) from exc
-            if exc is not None:
-                raise exc
-            parts[i] = part
-            on_task(part)
+    for i, part, exc in run_tasks(client, score_shard, tasks, scatter=client is not None):
+        if isinstance(exc, OSError) and client is not None:
+            raise ConfigError(
+                f"shard {tasks[i].shard_file}: a Dask worker could not read it ({exc}); "
+                "the workers must see this machine's temporary folder (TMPDIR on a disk "
+                "they share)"
+            ) from exc
+        if exc is not None:
+            raise exc
+        parts[i] = part
+        on_task(part)
     return parts
 
 
@@ -124,6 +123,9 @@ def compare(
                     "runs on real time; compare it on fakeredis (the virtual clock)"
                 )
     from simulator.userscripts.shipping import shipped
+    from simulator.workers import SERIAL, check_scheduler, dask_client
+
+    check_scheduler(scheduler)
 
     with tempfile.TemporaryDirectory(prefix="compare-", dir=workdir) as folder:
         if isinstance(trace, pd.DataFrame):
@@ -157,9 +159,11 @@ def compare(
                     c = names[part.candidate]
                     on_row(score_row(c, whole, split, c is base))
 
-        _run(tasks_for(base, None), scheduler, backend, take)
-        bits = merged_by_name[base.name].bits
-        _run([t for c in others for t in tasks_for(c, bits)], scheduler, backend, take)
+        real = backend is not None and not backend.virtual_time
+        with dask_client(SERIAL if scheduler is None or real else scheduler) as client:
+            _run(tasks_for(base, None), client, backend, take)
+            bits = merged_by_name[base.name].bits
+            _run([t for c in others for t in tasks_for(c, bits)], client, backend, take)
     merged = [merged_by_name[c.name] for c in everyone]
     scorecard = pd.DataFrame(
         [
