@@ -519,3 +519,19 @@ def test_too_many_shards_is_one_message():
     assert (
         done.returncode == 2 and "compare.shards: must be an integer from 1 to 512" in done.stderr
     )
+
+
+def test_a_users_script_is_a_candidate_and_one_without_retry_after_says_nothing_of_it(tmp_path):
+    lines = SAMPLE.read_text().splitlines(keepends=True)[:300]
+    path = tmp_path / "s.log"
+    path.write_text("".join(lines))
+    card = ROOT / "data" / "card" / "sliding-counter.lua"
+    out = tmp_path / "score.csv"
+    done = run("compare", str(path), "--format", "clf", "--script", f"card_counter={card}",
+               "--baseline", "sliding_log:limit=3,window=10", "--candidate", "card_counter",
+               "--shards", "2", "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    row = pd.read_csv(out).set_index("candidate").loc["card_counter"]
+    assert row["refused"] > 0 and row["refused_never"] == 0
+    assert np.isnan(row["retry_after_p99_s"]) and np.isnan(row["bytes_per_active_client"])
+    assert "can never pass" not in done.stdout

@@ -93,8 +93,15 @@ def time_notes(candidate: Candidate, resolution_ms: int) -> str:
     return "; ".join(notes)
 
 
+def _says_retry_after(algorithm: str) -> bool:
+    """False for a user's script whose reply has no Retry-After (its -1 means "not said")."""
+    declaration = getattr(ALGORITHMS[algorithm], "declaration", None)
+    return declaration is None or "retry_after" in declaration.reply
+
+
 def score_row(c: Candidate, p: Part, split: SplitTrace, is_baseline: bool) -> dict[str, Any]:
-    retry = {v: n for v, n in p.retry_after_ms.items() if v >= 0}
+    said = _says_retry_after(c.algorithm)
+    retry = {v: n for v, n in p.retry_after_ms.items() if v >= 0} if said else {}
     per_client = bytes_per_active_client(c.algorithm, c.limit)
     peak = int(p.active_t.max()) if p.active_t is not None and p.active_t.size else 0
     cpu = (
@@ -121,7 +128,7 @@ def score_row(c: Candidate, p: Part, split: SplitTrace, is_baseline: bool) -> di
         "most_in_window_ratio": p.most_in_window / c.limit,
         "retry_after_p50_s": percentile_ms(retry, 0.5) / 1000,
         "retry_after_p99_s": percentile_ms(retry, 0.99) / 1000,
-        "refused_never": int(p.retry_after_ms.get(-1, 0)),
+        "refused_never": int(p.retry_after_ms.get(-1, 0)) if said else 0,
         "bytes_per_active_client": per_client,
         "bytes_per_client_on_server": (
             p.server_bytes / p.server_clients if p.server_clients else float("nan")
