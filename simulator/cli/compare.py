@@ -238,7 +238,12 @@ def register(sub: Any) -> None:
         metavar="TRACE",
         help="CSV with header t_ms,client[,cost], or an access log with --format clf",
     )
-    p.add_argument("--format", choices=("csv", "clf"), default="csv", help="csv or clf")
+    p.add_argument(
+        "--format",
+        choices=("csv", "clf"),
+        default="csv",
+        help="csv (t_ms,client[,cost]) or clf (Apache/Nginx access log; client = remote host)",
+    )
     p.add_argument("--baseline", required=True, metavar="SPEC", help="the configuration now")
     p.add_argument(
         "--candidate", action="append", default=[], metavar="SPEC", help="a candidate (repeatable)"
@@ -267,7 +272,11 @@ def register(sub: Any) -> None:
         help="write the charts (flips over time, flips per client, the scorecard) as PNG here",
     )
     p.add_argument(
-        "--top", type=positive_int, default=5, metavar="N", help="clients listed per candidate"
+        "--top",
+        type=positive_int,
+        default=5,
+        metavar="N",
+        help="clients listed per candidate (default 5)",
     )
     p.add_argument(
         "--shards",
