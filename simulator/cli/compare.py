@@ -269,7 +269,7 @@ def register(sub: Any) -> None:
         type=_folder,
         default=None,
         metavar="DIR",
-        help="write the charts (flips over time, flips per client, the scorecard) as PNG here",
+        help="write the charts (flips over time, flips per client, the scorecard) as PNG and SVG in this folder",
     )
     p.add_argument(
         "--top",
