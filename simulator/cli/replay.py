@@ -20,6 +20,7 @@ from simulator.cli.args import (
     positive_int,
     print_time_notes,
 )
+from simulator.cli.replay_shards import add_shard_options
 from simulator.records import HEADER_STYLES
 
 __all__ = ["register", "cmd_replay"]
@@ -34,6 +35,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
         raise UsageError(str(exc)) from None
+    if args.shards > 1:
+        from simulator.cli.replay_shards import replay_sharded
+
+        return replay_sharded(args)
     bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
     try:
         done, tally = _replay_through_files(args, bar_options)
@@ -214,4 +219,5 @@ def register(sub: Any) -> None:
         "per decision); decisions are the same either way",
     )
     add_script_option(p)
+    add_shard_options(p)
     p.set_defaults(func=cmd_replay)
