@@ -37,15 +37,15 @@ import redis
 from redis.cluster import key_slot
 
 from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.scripts import load
 from simulator.backends import ClusterBackend, ScriptError, make_backend
 from simulator.backends.embedded_cluster import EmbeddedCluster
 from simulator.bench.servers import bench_servers, server_trace
 from simulator.charts.servers import replay_speed_figure
-from simulator.model import simulate
-from simulator.playback import replay
-from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE
-from simulator.scenario import ConstantRate, Scenario
-from simulator.scripts import load
+from simulator.engine.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE
+from simulator.engine.run import simulate
+from simulator.engine.scenario import ConstantRate, Scenario
+from simulator.playback.run import replay
 
 valkey = make_backend("valkey")
 print(valkey.describe())

@@ -20,12 +20,12 @@ from redis.cluster import key_slot
 from test_real_servers import DECISION, STRETCH, no_server_left_behind, random_trace  # noqa: F401
 
 from simulator.algorithms import ALGORITHMS, EchoMQ
+from simulator.algorithms.scripts import load
 from simulator.backends import BackendError, ClusterBackend, ScriptError
 from simulator.backends.embedded_cluster import EmbeddedCluster
-from simulator.cli.runs import leftover_keys, run_keys
-from simulator.playback import replay
-from simulator.realtime import SERVER_TIME_FREE
-from simulator.scripts import load
+from simulator.engine.own_keys import leftover_keys, run_keys
+from simulator.engine.realtime import SERVER_TIME_FREE
+from simulator.playback.run import replay
 
 TRICKY = ["", "{", "}", "{}", "a}b{c", ":", "user:1", "a b", "ünï©ødé", "🙂", "%", "%25", "{x}"]
 

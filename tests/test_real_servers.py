@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from simulator.algorithms import ALGORITHMS, echomq_keys
+from simulator.algorithms.scripts import load
 from simulator.backends import (
     BackendError,
     BackendSpecError,
@@ -31,11 +32,10 @@ from simulator.backends import (
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.backends.specs import redact
 from simulator.cli import main
-from simulator.model import simulate
-from simulator.playback import replay
-from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
-from simulator.scenario import ConstantRate, Poisson, Polite, Scenario
-from simulator.scripts import load
+from simulator.engine.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
+from simulator.engine.run import simulate
+from simulator.engine.scenario import ConstantRate, Poisson, Polite, Scenario
+from simulator.playback.run import replay
 
 DECISION = [
     "client",
@@ -250,7 +250,7 @@ def test_script_error_names_script_and_key(valkey):
 
 def test_expiry_watch_flags_a_slow_run(monkeypatch):
     wall = [0.0]
-    monkeypatch.setattr("simulator.realtime.time.monotonic", lambda: wall[0])
+    monkeypatch.setattr("simulator.engine.realtime.time.monotonic", lambda: wall[0])
     watch = ExpiryWatch(100)
     for t_ms, wall_s in [(0, 0.0), (50, 0.04), (120, 0.09), (200, 0.15)]:
         wall[0] = wall_s

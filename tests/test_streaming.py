@@ -16,14 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator import spool, traces
 from simulator.cli import main, output
-from simulator.cli.runs import HEADER, leftover_keys_in_groups
 from simulator.cli.tally import Distinct, ReplayTally
-from simulator.playback import replay
-from simulator.spool import Spool, merge_blocks
-from simulator.trace_scan import scan_trace
-from simulator.traces import TraceError, iter_trace, read_trace
+from simulator.engine.own_keys import leftover_keys_in_groups
+from simulator.playback import spool, traces
+from simulator.playback.output import HEADER
+from simulator.playback.run import replay
+from simulator.playback.scan import scan_trace
+from simulator.playback.spool import Spool, merge_blocks
+from simulator.playback.traces import TraceError, iter_trace, read_trace
 
 ODD_IDS = ["a,b", "line\nbreak", '"quoted"', "\udcff", "x\udcfe", "ünï", "", " sp "]
 
@@ -76,7 +77,7 @@ def no_whole_trace(monkeypatch):
         raise AssertionError("the command line read the whole trace into memory")
 
     monkeypatch.setattr(traces, "read_trace", refuse)
-    monkeypatch.setattr("simulator.playback.replay", refuse)
+    monkeypatch.setattr("simulator.playback.run.replay", refuse)
 
 
 @pytest.mark.parametrize("in_order", [True, False], ids=["in-order", "out-of-order"])

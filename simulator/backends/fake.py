@@ -13,7 +13,7 @@ import fakeredis
 
 from simulator.backends.base import Backend
 from simulator.backends.clock import VirtualClock
-from simulator.scripts import Script
+from simulator.calls import Script
 
 __all__ = ["FakeRedisBackend"]
 
@@ -29,7 +29,6 @@ class FakeRedisBackend(Backend):
         self.clock.activate()
         self.server = fakeredis.FakeServer()
         self.client = fakeredis.FakeRedis(server=self.server)
-        self.load_scripts()
 
     def follow(self, now_ms: Callable[[], float]) -> None:
         self.clock.follow(now_ms)

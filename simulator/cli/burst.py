@@ -29,10 +29,11 @@ def cmd_burst(args: argparse.Namespace) -> int:
     import contextlib
 
     from simulator.backends import FakeRedisBackend
-    from simulator.cli.runs import leftover_keys, open_backend, run_keys, stop_between_calls
+    from simulator.cli.runs import open_backend, stop_between_calls
+    from simulator.engine.own_keys import leftover_keys, run_keys
+    from simulator.engine.realtime import needs_real_time
+    from simulator.engine.run import boundary_burst
     from simulator.metrics import burst_summary
-    from simulator.model import boundary_burst
-    from simulator.realtime import needs_real_time
 
     frames, skipped = [], []
     named = {name for name, _ in args.param}
@@ -53,7 +54,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
             f"--shards: each shard runs on a fake server of its own; not with --backend {args.backend}"
         )
     if sharded:
-        from simulator.shards import not_per_client
+        from simulator.engine.shards import not_per_client
 
         refused = [why for a in ALGORITHMS if (why := not_per_client(a))]
         if refused:
@@ -187,7 +188,7 @@ def _cluster(args: argparse.Namespace, sharded: bool) -> Any:
     """One Dask client for every algorithm's shards (no cluster when the run is not sharded)."""
     import contextlib
 
-    from simulator.workers import SERIAL, dask_client
+    from simulator.engine.workers import SERIAL, dask_client
 
     if not sharded or args.scheduler == SERIAL:
         return contextlib.nullcontext(SERIAL if sharded else None)

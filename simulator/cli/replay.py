@@ -29,7 +29,7 @@ __all__ = ["register", "cmd_replay"]
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
     from simulator.cli.runs import OutputError, check_output
-    from simulator.spool import SpoolError
+    from simulator.playback.spool import SpoolError
 
     try:
         check_output(args.out, args.trace)  # before anything is computed
@@ -62,14 +62,13 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
     The trace is read twice: once to check every line, count the requests and sort those out
     of order into runs in the folder; once more, merged with those runs, while it is replayed.
-    Returns what :func:`~simulator.playback.replay_requests` did and the summary's tally.
+    Returns what :func:`~simulator.playback.run.replay_requests` did and the summary's tally.
     """
     import tempfile
     from collections.abc import Iterator
 
     from tqdm import tqdm
 
-    from simulator.cli.output import HeaderColumns
     from simulator.cli.runs import (
         DecisionCsv,
         KeyGroup,
@@ -81,9 +80,10 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         stop_between_pipelines,
     )
     from simulator.cli.tally import ReplayTally
-    from simulator.playback import replay_requests
-    from simulator.realtime import needs_real_time
-    from simulator.trace_scan import scan_trace
+    from simulator.engine.realtime import needs_real_time
+    from simulator.playback.output import HeaderColumns
+    from simulator.playback.run import replay_requests
+    from simulator.playback.scan import scan_trace
 
     with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:

@@ -23,12 +23,17 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
-from simulator.model import _stopped, run_id_for
-from simulator.pipelines import Progress, pieces, replay_process
-from simulator.realtime import ExpiryWatch, ServerClockWarning, environment_for, needs_real_time
+from simulator.checks import ConfigError
+from simulator.engine.model import run_id_for, stopped_at
+from simulator.engine.realtime import (
+    ExpiryWatch,
+    ServerClockWarning,
+    environment_for,
+    needs_real_time,
+)
+from simulator.playback.pipelines import Progress, pieces, replay_process
+from simulator.playback.traces import Requests, exact_t_ms
 from simulator.records import DecisionColumns, Decisions, frame_of
-from simulator.scenario import ConfigError
-from simulator.traces import Requests, exact_t_ms
 
 __all__ = ["replay", "replay_requests", "Replayed", "PIPELINE_CALLS"]
 
@@ -81,7 +86,7 @@ def _replay_requests(
     try:
         env.run()
     except (BackendError, ScriptError) as exc:
-        raise _stopped(exc, backend, progress.next_t_ms, t0, progress.decided, total) from exc
+        raise stopped_at(exc, backend, progress.next_t_ms, t0, progress.decided, total) from exc
     return Replayed(progress.decided, watch is None or watch.safe), watch
 
 

@@ -10,7 +10,7 @@ position in ``Scenario.clients``) and every row keeps the whole run's ``run_id``
 Client specs that share a name share a counter, so they always go into one shard; names are
 dealt round-robin in order of first appearance. The shards' rows are put in time order, ties in
 client order, which is the whole run's own order for clients played ahead (see
-:mod:`simulator.clients`); a reacting client's rows at an instant another client shares may come
+:mod:`simulator.engine.clients`); a reacting client's rows at an instant another client shares may come
 in another order, never with another decision. Two specs of one name, one reacting and one played
 ahead, may tie at one instant on their shared counter in another order than in the whole run.
 """
@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
-from simulator.scenario import ConfigError, Scenario, check_int
+from simulator.checks import ConfigError, check_int
+from simulator.engine.scenario import Scenario
 
 __all__ = ["deal", "simulate_sharded", "not_per_client"]
 
@@ -56,23 +57,23 @@ def deal(scenario: Scenario, shards: int) -> list[list[int]]:
 def _run_shard(shard: Shard) -> tuple[pd.DataFrame, np.ndarray]:
     """One shard on a fake server of its own (this runs on a worker): its decision log and each
     decision's exact simulated instant."""
-    from simulator.model import _simulate
+    from simulator.engine.model import simulate_whole
     from simulator.userscripts.shipping import install
 
     algorithm, limit, window_ms, duration_ms, clients, seed, params, indices, run_id, script = shard
     install(script)
     scenario = Scenario(algorithm, limit, window_ms, duration_ms, clients, seed, params)
     instants: list[float] = []
-    frame = _simulate(scenario, run_id=run_id, indices=indices, instants=instants)
+    frame = simulate_whole(scenario, run_id=run_id, indices=indices, instants=instants)
     return frame, np.array(instants, dtype="float64")
 
 
 def simulate_sharded(scenario: Scenario, shards: int, scheduler: Any = None) -> pd.DataFrame:
-    """:func:`simulator.model.simulate` split into ``shards`` by client, on Dask (see
-    :func:`simulator.workers.dask_client` for ``scheduler``; None starts a LocalCluster)."""
-    from simulator.model import _simulate, scenario_run_id
+    """:func:`simulator.engine.run.simulate` split into ``shards`` by client, on Dask (see
+    :func:`simulator.engine.workers.dask_client` for ``scheduler``; None starts a LocalCluster)."""
+    from simulator.engine.model import scenario_run_id, simulate_whole
+    from simulator.engine.workers import check_scheduler, dask_client, run_tasks
     from simulator.userscripts.shipping import shipped
-    from simulator.workers import check_scheduler, dask_client, run_tasks
 
     shards = check_int("simulate", "shards", shards, 1, 1_000_000)
     check_scheduler(scheduler)
@@ -84,7 +85,7 @@ def simulate_sharded(scenario: Scenario, shards: int, scheduler: Any = None) -> 
     script = shipped(scenario.algorithm)
     parts = deal(scenario, shards)
     if not parts:
-        return _simulate(scenario)
+        return simulate_whole(scenario)
     work: list[Shard] = [
         (
             scenario.algorithm,
