@@ -43,15 +43,18 @@ CASES = [
         [0, 0, 9999, 10_000],
         [(1, 10, None), (0, 10, None), (0, 1, "1"), (1, 10, None)],
     ),
-    # at 9999 the estimate is 2: only the next window helps, 2 ms on; at 10000 the previous
-    # window's 2 still weigh 2 x (10000 - 0) / 10000 = 2, and fade below 2 one ms later
+    # at 0 the second request leaves the estimate at 2 with nothing before it: the next window
+    # starts with those 2 at full weight, so one comes back 1 ms into it (10.001 s: t=11); at
+    # 9999 only the next window helps, 2 ms on; at 10000 the previous window's 2 still weigh
+    # 2 x (10000 - 0) / 10000 = 2, and fade below 2 one ms later
     (
         "sliding_counter",
         [0, 0, 9999, 10_000],
-        [(1, 10, None), (0, 10, None), (0, 1, "1"), (0, 1, "1")],
+        [(1, 10, None), (0, 11, None), (0, 1, "1"), (0, 1, "1")],
     ),
-    # the counter expires at 10000 exactly, so at 10000 it is still there: PTTL 0
-    ("echomq", [0, 0, 9999, 10_000], [(1, 10, None), (0, 10, None), (0, 1, "1"), (0, 0, "0")]),
+    # the counter expires at 10000 exactly, so it is still there at 10000 and gone at 10001:
+    # the budget comes back 10.001 s after the first hit (t=11), and 1 ms after 10000
+    ("echomq", [0, 0, 9999, 10_000], [(1, 11, None), (0, 11, None), (0, 1, "1"), (0, 1, "1")]),
     # a token every 5 s: at 1500 ms 0.3 are back, 0.7 more take 3.5 s (Retry-After 4), while a
     # full bucket is 8.5 s away; t follows the sooner
     ("token_bucket", [0, 0, 1500], [(1, 5, None), (0, 10, None), (0, 4, "4")]),

@@ -38,10 +38,13 @@ def _step(
     level = (tau - (tat - now)) / interval
     new_tat = tat + cost * interval
     allow_at = new_tat - tau
+    # requests of cost 1 left, counted as the decision counts them (a refusal stores nothing)
+    unit_at = tat + 1 * interval - tau
+    left = math.floor((now - unit_at) / interval) + 1 if now >= unit_at else 0
     if cost > burst:
-        return False, level, 0, math.ceil(tat - now), NEVER, tat
+        return False, level, left, math.ceil(tat - now), NEVER, tat
     if now < allow_at:
-        return False, level, 0, math.ceil(tat - now), math.ceil(allow_at - now), tat
+        return False, level, left, math.ceil(tat - now), math.ceil(allow_at - now), tat
     remaining = math.floor((now - allow_at) / interval)
     return True, level, remaining, math.ceil(new_tat - now), 0, new_tat
 
