@@ -44,23 +44,31 @@ def policy_fields(q: int, window_ms: int, rate_limit: int | None = None) -> tupl
     for name, value in (("q", q), ("w", w)):
         if value > MAX_FIELD_INTEGER:
             raise ValueError(
-                f"RateLimit-Policy {name}={value:,} has more than 15 digits (at most "
-                f"{MAX_FIELD_INTEGER:,} in a Structured Field)"
+                f"RateLimit-Policy's {name} would be {value:,}, past the 15 digits of a "
+                f"Structured Field integer (at most {MAX_FIELD_INTEGER:,})"
             )
     return q, w
 
 
 def check_policy(
-    limit: int, window_ms: int, burst: int | None = None, *, limit_name: str = "limit"
+    limit: int,
+    window_ms: int,
+    burst: int | None = None,
+    *,
+    names: tuple[str, str] = ("limit", "burst"),
 ) -> None:
     """Refuse, before a run, a policy whose ``RateLimit-Policy`` could not be written: ValueError
-    naming the setting (``limit_name`` for the limit, ``burst`` for a bucket's burst)."""
-    q = limit if burst is None else burst
+    naming the setting (``names``: what the limit and the burst are called where they were
+    given). A bucket's ``q`` is its ``burst``; the windows' is the limit."""
     try:
-        policy_fields(q, window_ms, limit)
+        policy_fields(limit, window_ms)
     except ValueError as exc:
-        name = limit_name if burst is None else "burst"
-        raise ValueError(f"{name}: {exc}; got {q:,}") from None
+        raise ValueError(f"{names[0]}: {exc}") from None
+    if burst is not None:
+        try:
+            policy_fields(burst, window_ms, limit)
+        except ValueError as exc:
+            raise ValueError(f"{names[1]}: {exc}") from None
 
 
 def http_headers(
