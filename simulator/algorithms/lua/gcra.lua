@@ -39,11 +39,14 @@ local level = string.format('%.17g', (tau - (tat - now)) / interval)
 local new_tat = tat + cost * interval
 local allow_at = new_tat - tau
 
--- what is left for requests of cost 1, counted as the decision counts: the first is admitted
--- iff now >= (tat + interval) - tau, and one more for each interval now is past that
-local unit_at = tat + 1 * interval - tau
-local left = 0
-if now >= unit_at then left = math.floor((now - unit_at) / interval) + 1 end
+-- what is left for requests of cost 1 after a schedule at t, counted as the decision counts:
+-- the first is admitted iff now >= (t + interval) - tau, one more for each interval past that
+local function units_left(t)
+  local unit_at = t + 1 * interval - tau
+  if now < unit_at then return 0 end
+  return math.floor((now - unit_at) / interval) + 1
+end
+local left = units_left(tat)
 if cost > burst then
   return {0, level, burst, left, math.ceil(tat - now), -1}
 end
@@ -52,4 +55,4 @@ if now < allow_at then
 end
 local reset = math.ceil(new_tat - now)
 redis.call('SET', KEYS[1], string.format('%.17g', new_tat), 'PX', reset)
-return {1, level, burst, math.floor((now - allow_at) / interval), reset, 0}
+return {1, level, burst, units_left(new_tat), reset, 0}
