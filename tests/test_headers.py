@@ -261,3 +261,18 @@ def test_echomq_with_nothing_spent_says_the_budget_is_whole_now():
     d = _run("echomq", 3, 1000, [(0, 4)])[0]  # costs more than the budget: never, key unset
     assert (d.allowed, d.remaining, d.reset_ms, d.retry_after_ms) == (False, 3, 0, -1)
     assert http_headers(d, "draft", 1000)["RateLimit"] == '"default";r=3;t=0'
+
+
+def test_a_token_bucket_retry_is_not_a_rounding_early():
+    # 1 token per 789 ms: 0 + 789 x (1 / 789) is 0.9999999999999999 in floating point
+    refused = _run("token_bucket", 1, 789, [(0, 1), (0, 1)], burst=1)[1]
+    wait = refused.retry_after_ms
+    assert wait == 790 and refused.reset_ms == 790
+    assert _run("token_bucket", 1, 789, [(0, 1), (0, 1), (wait, 1)], burst=1)[2].allowed
+
+
+def test_gcra_counts_what_remains_as_the_next_decision_counts():
+    # 3 per 1 ms, burst 4: after a request of cost 3, (1 + 1/3) - 4/3 is the next one's
+    # admission time, 0 exactly, where the whole count 1/3 / 1/3 rounds below 1
+    first, after = _run("gcra", 3, 1, [(0, 3), (0, 1)], burst=4)
+    assert first.remaining == 1 and after.allowed
