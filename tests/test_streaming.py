@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator.cli import main, output
+from simulator.cli import main
 from simulator.cli.tally import Distinct, ReplayTally
 from simulator.engine.own_keys import leftover_keys_in_groups
-from simulator.playback import spool, traces
+from simulator.playback import output, spool, traces
 from simulator.playback.output import HEADER
 from simulator.playback.run import replay
 from simulator.playback.scan import scan_trace
