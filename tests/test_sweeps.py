@@ -320,5 +320,5 @@ def test_a_users_script_shards_and_is_sent_to_the_worker_with_its_shard(user_scr
     assert script is not None and shipped("fixed_window") is None
     ALGORITHMS.pop("fw2")
     install(script)
-    assert ALGORITHMS["fw2"].per_client and shards.not_per_client("fw2") is None
+    assert ALGORITHMS["fw2"].per_client and shards.not_per_client(ALGORITHMS["fw2"]) is None
     assert simulate(scenario)["allowed"].tolist() == whole["allowed"].tolist()

@@ -182,11 +182,12 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
 
 
 def print_time_notes(algorithms: Sequence[str], backend: Any) -> None:
+    from simulator.algorithms import ALGORITHMS
     from simulator.engine.realtime import time_note
 
     if not backend.virtual_time:
         for algorithm in algorithms:
-            print(time_note(algorithm, backend), file=sys.stderr)
+            print(time_note(ALGORITHMS[algorithm], backend), file=sys.stderr)
 
 
 def _param(text: str) -> tuple[str, float]:

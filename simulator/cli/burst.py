@@ -56,7 +56,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
     if sharded:
         from simulator.engine.shards import not_per_client
 
-        refused = [why for a in ALGORITHMS if (why := not_per_client(a))]
+        refused = [why for cls in ALGORITHMS.values() if (why := not_per_client(cls))]
         if refused:
             raise UsageError(f"--shards: {refused[0]}")
     from simulator.userscripts.guard import shared_key
@@ -73,7 +73,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
         print_time_notes(list(ALGORITHMS), backend)
         chosen = []
         for a in ALGORITHMS:
-            if needs_real_time(backend, a) and span_s > args.max_realtime:
+            if needs_real_time(backend, ALGORITHMS[a]) and span_s > args.max_realtime:
                 skipped.append(a)
             else:
                 chosen.append(a)

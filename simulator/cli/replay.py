@@ -110,7 +110,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
             print_time_notes([args.algorithm], backend)
             span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
-            if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
+            if needs_real_time(backend, ALGORITHMS[args.algorithm]) and span_s > args.max_realtime:
                 raise UsageError(
                     f"{args.algorithm} on {args.backend} runs on real time and this trace spans "
                     f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "

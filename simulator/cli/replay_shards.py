@@ -79,6 +79,7 @@ def _batches(path: str) -> Any:
 
 def replay_sharded(args: argparse.Namespace) -> int:
     """``replay`` with ``--shards N`` (N > 1)."""
+    from simulator.algorithms import ALGORITHMS
     from simulator.cli.args import params_for
     from simulator.cli.runs import OutputError, sigterm_interrupts
     from simulator.cli.tally import ReplayTally
@@ -93,7 +94,7 @@ def replay_sharded(args: argparse.Namespace) -> int:
         raise UsageError(f"--shards: at most {MAX_SHARDS}, got {args.shards}")
     if args.backend != "fakeredis":
         raise UsageError("--shards: each shard runs on a fake server of its own (fakeredis)")
-    why = not_per_client(args.algorithm)
+    why = not_per_client(ALGORITHMS[args.algorithm])
     if why is not None:
         raise UsageError(f"--shards: {why}")
     window_ms = round(args.window * 1000)

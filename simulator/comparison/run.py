@@ -112,7 +112,7 @@ def compare(
         from simulator.engine.shards import not_per_client
 
         for c in everyone:
-            why = not_per_client(c.algorithm)
+            why = not_per_client(ALGORITHMS[c.algorithm])
             if why is not None:
                 raise ConfigError(f"compare.shards: {why}")
     if backend is not None and not backend.virtual_time:

@@ -23,7 +23,6 @@ import pandas as pd
 import simpy
 import simpy.rt
 
-from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
 from simulator.engine.clients import arrivals, feeder, process_for, reacts
 from simulator.engine.realtime import (
@@ -80,15 +79,16 @@ def simulate_whole(
     indices: Sequence[int] | None = None,
     instants: list[float] | None = None,
 ) -> pd.DataFrame:
-    """Run ``scenario`` in this process (see :func:`simulator.engine.run.simulate`); a shard passes the whole run's ``run_id``, for each of its
-    clients its position in the whole run (``indices``: the client's random generator), and a
-    list that gets each decision's exact simulated instant (``instants``: how shards merge)."""
+    """Run ``scenario`` in this process (see :func:`simulator.engine.run.simulate`).
+
+    A shard passes the whole run's ``run_id``, for each of its clients its position in the
+    whole run (``indices``: the client's random generator), and a list that gets each
+    decision's exact simulated instant (``instants``: how shards merge)."""
     backend = backend or FakeRedisBackend()
-    env = environment_for(backend, scenario.algorithm)
+    policy = scenario.policy
+    env = environment_for(backend, policy.algorithm)
     backend.follow(lambda: env.now)
-    limiter = ALGORITHMS[scenario.algorithm](
-        backend, scenario.limit, scenario.window_ms, **scenario.params
-    )
+    limiter = policy.limiter(backend)
     if run_id is None:
         run_id = scenario_run_id(scenario)
     log = DecisionLog(run_id, scenario.seed, scenario.algorithm)
@@ -96,7 +96,7 @@ def simulate_whole(
     # The log's columns, appended to directly: this is the hot path of every simulated request.
     clients, times, decisions, weights = log.clients, log.t_ms, log.decisions, log.costs
     late: list[float] = []
-    realtime = needs_real_time(backend, scenario.algorithm)
+    realtime = needs_real_time(backend, policy.algorithm)
     watch = ExpiryWatch(scenario.window_ms) if not backend.virtual_time and not realtime else None
 
     def ask(client: str, cost: int = 1) -> Decision:

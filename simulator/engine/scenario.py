@@ -23,6 +23,7 @@ from simulator.checks import (
     check_int,
     check_number,
 )
+from simulator.policy import Policy
 
 __all__ = ["ClientSpec", "ConstantRate", "Poisson", "BurstAt", "OnOff", "Polite", "Scenario"]
 
@@ -130,6 +131,8 @@ class Scenario:
     #: The algorithm's own parameters by name (a burst, a cost); the rest take their defaults.
     #: Left out of the repr so that a run without any keeps its id (see ``model.run_id_for``).
     params: Mapping[str, float] = field(default_factory=dict, repr=False, compare=False)
+    #: The algorithm resolved with its numbers (set from the fields above): what the run uses.
+    policy: Policy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -155,3 +158,4 @@ class Scenario:
             "Scenario", cls.params_declared, self.params, self.limit, self.window_ms
         )
         _set(self, "params", MappingProxyType(values))
+        _set(self, "policy", Policy(cls, self.limit, self.window_ms, values))
