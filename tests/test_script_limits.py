@@ -155,3 +155,37 @@ def test_a_budget_from_the_environment_is_checked(monkeypatch, tmp_path):
     done = _run(["burst"], tmp_path, SIMULATOR_SCRIPT_MEMORY_MIB="-1")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "SIMULATOR_SCRIPT_MEMORY_MIB='-1': expected a positive number of MiB" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["replay", "burst"])
+def test_a_looping_script_on_a_real_server_is_killed_and_the_server_left_as_found(
+    command, tmp_path
+):
+    from simulator.backends.embedded import EmbeddedValkey
+
+    loop = tmp_path / "spin.lua"
+    loop.write_text(LOOP)
+    trace = tmp_path / "t.csv"
+    trace.write_text("t_ms,client\n0,a\n1,a\n2,b\n3,c\n")
+    out = tmp_path / "decisions.csv"
+    with EmbeddedValkey() as server:  # stopped by its own handle (its pid) on the way out
+        owner = server.client(socket_timeout=30)
+        owner.set("someone-elses-key", "kept")
+        args = {
+            "replay": [
+                *("replay", str(trace), "--script", f"spin={loop}", "--algorithm", "spin"),
+                *("--limit", "5", "--window", "10", "--out", str(out)),
+            ],
+            "burst": ["burst", "--script", f"spin={loop}"],
+        }[command]
+        done = _run([*args, "--backend", server.url], tmp_path)
+        # Right after the run: the server answers at once, not BUSY with the script.
+        assert owner.ping() is True
+        assert owner.get("someone-elses-key") == b"kept"
+        assert owner.info("stats")["total_commands_processed"] > 0
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and str(loop) in done.stderr
+    assert "ran longer than 5 s on keys" in done.stderr
+    assert "stopped on the server with SCRIPT KILL" in done.stderr
+    if command == "replay":
+        assert pd.read_csv(out)["t_ms"].tolist() == [0]  # the decision before the loop is kept
