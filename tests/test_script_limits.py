@@ -112,10 +112,22 @@ def test_a_script_that_fills_the_heap_is_stopped_naming_the_cap(tmp_path):
     assert str(hog) in done.stderr and "used more than 32 MiB of Lua memory" in done.stderr
 
 
+@pytest.mark.parametrize("command", ["burst", "replay"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_and_sigterm_end_a_run_stuck_in_a_script(signum, loop, tmp_path):
+def test_ctrl_c_and_sigterm_end_a_run_stuck_in_a_script(signum, command, loop, tmp_path):
+    # replay lets the pipeline in flight finish before it stops: the script loops in it.
+    trace = tmp_path / "t.csv"
+    trace.write_text("t_ms,client\n0,a\n1,a\n2,b\n")
+    out = tmp_path / "decisions.csv"
+    args = {
+        "burst": ["burst", "--script", f"spin={loop}"],
+        "replay": [
+            *("replay", str(trace), "--script", f"spin={loop}", "--algorithm", "spin"),
+            *("--limit", "5", "--window", "10", "--out", str(out)),
+        ],
+    }[command]
     proc = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, "burst", "--script", f"spin={loop}"],
+        [sys.executable, "-c", DRIVER, *args],
         cwd=tmp_path,
         env=_env(SIMULATOR_SCRIPT_TIME_S="3600"),
         stderr=subprocess.PIPE,
@@ -133,6 +145,8 @@ def test_ctrl_c_and_sigterm_end_a_run_stuck_in_a_script(signum, loop, tmp_path):
             proc.wait()
     assert code == 128 + signum, err
     assert f"interrupted ({signal.Signals(signum).name})" in err and "Traceback" not in err
+    if command == "replay":
+        assert pd.read_csv(out)["t_ms"].tolist()[:1] == [0]  # the decision before it is kept
 
 
 def test_the_fake_backend_stops_a_script_that_catches_errors_and_runs_on_afterwards():

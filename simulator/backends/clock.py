@@ -58,6 +58,8 @@ __all__ = [
     "SCRIPT_MEMORY_MIB",
     "limit_scripts",
     "script_limit_hit",
+    "interrupt_scripts",
+    "resume_scripts",
 ]
 
 FAKEREDIS_VERSION = "2.41.0"
@@ -123,6 +125,8 @@ _HOOK_EVERY = 200_000
 #: What the hook says when a signal handler raised (Ctrl-C, SIGTERM) while it looked.
 _INTERRUPTED = b"interrupted"
 _NEVER = math.inf
+#: What a signal handler asked to raise in scripts that run long (see :func:`interrupt_scripts`).
+_pending: list[BaseException] = []
 
 # The hook: ``check`` (Python) answers None or why the script must stop; once stopped, the hook
 # fires on every instruction and raises again, so the script cannot catch its way past it.
@@ -167,6 +171,8 @@ class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         self._arm()
 
     def _check(self) -> bytes | None:
+        if _pending:
+            raise _pending[0]
         if _time.monotonic() > self.deadline:
             return f"ran longer than {self.time_s:g} s".encode()
         return None
@@ -259,6 +265,19 @@ class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         if type(got) is not tuple:
             return None
         return [int(v) if type(v) is float else v for v in got[1:]]
+
+
+def interrupt_scripts(exc: BaseException) -> None:
+    """From a signal handler that lets the calls in flight finish before it stops a run: have
+    ``exc`` raised in any script on a fake server that is running now or starts later and runs
+    long (a millisecond of Lua), even one that catches errors; calls that end sooner are left
+    to end. Until :func:`resume_scripts`."""
+    _pending[:] = [exc]
+
+
+def resume_scripts() -> None:
+    """Scripts run on undisturbed again (the handler that asked is gone)."""
+    _pending.clear()
 
 
 def _runtime(server: Any) -> _ScriptRuntime:
