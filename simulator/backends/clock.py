@@ -159,8 +159,8 @@ class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         self.compiled: dict[Any, Any] = {}
         self.globals_check: tuple[int, Any] | None = None
         self.flat: Any = None
-        self.time_s = SCRIPT_TIME_S
-        self.memory_mib = SCRIPT_MEMORY_MIB
+        self.time_s: float = SCRIPT_TIME_S
+        self.memory_mib: float = SCRIPT_MEMORY_MIB
         self.deadline = _NEVER  # monotonic seconds; never outside a script call
         self.limit_hit: str | None = None
         self.set_max_memory(self.memory_mib * 2**20)
