@@ -9,6 +9,7 @@ test run.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -203,3 +204,15 @@ def test_a_looping_script_on_a_real_server_is_killed_and_the_server_left_as_foun
     assert "stopped on the server with SCRIPT KILL" in done.stderr
     if command == "replay":
         assert pd.read_csv(out)["t_ms"].tolist() == [0]  # the decision before the loop is kept
+
+
+def test_a_script_that_wrote_before_it_looped_cannot_be_killed_and_says_so(tmp_path):
+    wrote = tmp_path / "wrote.lua"
+    wrote.write_text(HEADER + "redis.call('SET', KEYS[1], 1)\nwhile true do end\nreturn {1}\n")
+    done = _run(["burst", "--script", f"wrote={wrote}", "--backend", "valkey"], tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and str(wrote) in done.stderr
+    assert "refused SCRIPT KILL (the script had written); it is stopped on exit" in done.stderr
+    pid = int(re.search(r"valkey-server pid (\d+)", done.stderr).group(1))  # type: ignore[union-attr]
+    with pytest.raises(ProcessLookupError):  # the server the program started is gone
+        os.kill(pid, 0)

@@ -116,7 +116,9 @@ class RedisBackend(Backend):
             conn.disconnect()
 
     def _limit_error(self, script: Script, keys: Sequence[str], said: str) -> ScriptLimitError:
-        if said == "unkillable":
+        if said == "unkillable" and self.owned is not None:
+            how = "the server refused SCRIPT KILL (the script had written); it is stopped on exit"
+        elif said == "unkillable":
             how = (
                 "the server refused SCRIPT KILL (the script had written): "
                 "it stays busy until its owner runs SHUTDOWN NOSAVE"
