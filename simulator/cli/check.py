@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.algorithms import ALGORITHMS, REFERENCES
+from simulator.cli.args import MAX_SEED, seed_number
 
 __all__ = ["register", "cmd_check"]
 
@@ -55,6 +56,9 @@ def register(sub: Any) -> None:
         "--against", type=Path, metavar="FILE2", help="a second script to compare it with"
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed of the battery's random traces (default 0)"
+        "--seed",
+        type=seed_number,
+        default=0,
+        help=f"seed of the battery's random traces (0 to {MAX_SEED:,}; default 0)",
     )
     p.set_defaults(func=cmd_check)
