@@ -241,3 +241,61 @@ def test_the_benchmark_section_reports_both_paths_with_the_same_output():
     assert len(rows) == 8 and all(r["peak_rss_mb"] > 0 for r in rows)  # type: ignore[operator]
     assert all(r["same_output"] for r in rows if r["path"] == "streaming")
     assert sum("x, speed " in line for line in said) == 4  # a ratio per backend and order
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_new_replay_removes_the_folders_of_dead_replays_and_nothing_else(tmp_path, monkeypatch):
+    import os
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = tmp_path / f"replay-{_dead_pid()}-abc"
+    (dead / "sub").mkdir(parents=True)
+    (dead / "sub" / "run-1.pickle").write_bytes(b"x" * 1000)
+    live = tmp_path / f"replay-{os.getpid()}-def"
+    live.mkdir()
+    others = [tmp_path / "replay-notapid", tmp_path / "replay-12x-1", tmp_path / "unrelated-1-2"]
+    for path in others:
+        path.mkdir()
+    as_file = tmp_path / f"replay-{_dead_pid()}-file"
+    as_file.write_text("a file, not a run folder")
+    trace = tmp_path / "t.csv"
+    write_trace(trace, 50, seed=1, in_order=False)  # out of order: the run uses its folder
+    assert (
+        main(
+            [
+                "replay",
+                str(trace),
+                "--algorithm",
+                "fixed_window",
+                "--limit",
+                "3",
+                "--window",
+                "1",
+                "--out",
+                str(tmp_path / "out.csv"),
+            ]
+        )
+        == 0
+    )
+    assert not dead.exists()
+    assert live.is_dir() and as_file.is_file() and all(p.is_dir() for p in others)
+    assert not [p for p in tmp_path.glob(f"replay-{os.getpid()}-*") if p != live]  # its own: gone
+
+
+def test_dead_folders_of_another_user_stay(tmp_path, monkeypatch):
+    import os
+
+    dead = tmp_path / f"replay-{_dead_pid()}-abc"
+    dead.mkdir()
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(dead).st_uid + 1)
+    assert spool.remove_dead_folders(tmp_path) == [] and dead.is_dir()
