@@ -299,3 +299,25 @@ def test_dead_folders_of_another_user_stay(tmp_path, monkeypatch):
     dead.mkdir()
     monkeypatch.setattr(os, "getuid", lambda: os.stat(dead).st_uid + 1)
     assert spool.remove_dead_folders(tmp_path) == [] and dead.is_dir()
+
+
+@pytest.mark.parametrize("sweep", [True, False], ids=["swept", "not-swept"])
+def test_the_fake_servers_expired_keys_do_not_pile_up_over_a_long_replay(monkeypatch, sweep):
+    from simulator import playback
+    from simulator.backends import FakeRedisBackend
+
+    # 200 clients, one request each per 1 s window, over 100 windows: 20,000 window keys made,
+    # at most 400 of them alive at a time (this window's and, until it expires, the last one's)
+    clients, windows = 200, 100
+    t_ms = [w * 1000 + i for w in range(windows) for i in range(clients)]
+    names = [f"c{i}" for _ in range(windows) for i in range(clients)]
+    requests = traces.Requests(range(len(t_ms)), t_ms, names)
+    monkeypatch.setattr(playback, "SWEEP_DECISIONS", 1000 if sweep else 10**9, raising=False)
+    backend = FakeRedisBackend()
+    done = playback.replay_requests([requests], "fixed_window", 5, 1000, backend)
+    assert done.decided == clients * windows
+    held = len(backend.server.dbs[0]._dict)  # what the fake server holds, expired or not
+    if sweep:
+        assert held <= 2 * clients + 1000
+    else:  # the case the sweep is for: without it, every window's key stays
+        assert held == clients * windows
