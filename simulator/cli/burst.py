@@ -47,7 +47,8 @@ def _check_size(args: argparse.Namespace) -> None:
     else:
         named = f"--per-burst {args.per_burst:,}"
     raise UsageError(
-        f"{named}: 2 bursts x {args.users:,} users x {n:,} = {requests:,} requests per "
+        f"{named}: 2 bursts x {args.users:,} user{'s' if args.users > 1 else ''} x {n:,} = "
+        f"{requests:,} requests per "
         f"algorithm, over the {most:,} whose decisions fit in this machine's memory "
         f"(about {BYTES_PER_DECISION} bytes each, {len(ALGORITHMS)} algorithms, half of "
         f"{machine_bytes() / (1 << 30):.1f} GiB); give a smaller --per-burst or fewer --users"
