@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from simulator import spool, traces
+from simulator.algorithms import ALGORITHMS
 from simulator.cli import main, output
 from simulator.cli.runs import HEADER, leftover_keys_in_groups
 from simulator.cli.tally import Distinct, ReplayTally
@@ -321,3 +322,17 @@ def test_the_fake_servers_expired_keys_do_not_pile_up_over_a_long_replay(monkeyp
         assert held <= 2 * clients + 1000
     else:  # the case the sweep is for: without it, every window's key stays
         assert held == clients * windows
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_sweeping_expired_keys_changes_no_decision(monkeypatch, tmp_path, algorithm):
+    from simulator import playback
+
+    path = tmp_path / "t.csv"
+    write_trace(path, 600, seed=3, in_order=True)
+    trace = read_trace(path)
+    frames = []
+    for every in (7, 10**9):  # swept all along, and never
+        monkeypatch.setattr(playback, "SWEEP_DECISIONS", every)
+        frames.append(replay(trace, algorithm, 3, 40))
+    assert frames[0].equals(frames[1])
