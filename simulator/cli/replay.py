@@ -81,7 +81,6 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     of order into runs in the folder; once more, merged with those runs, while it is replayed.
     Returns what :func:`~simulator.playback.run.replay_requests` did and the summary's tally.
     """
-    import tempfile
     from collections.abc import Iterator
 
     from tqdm import tqdm
@@ -101,8 +100,9 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     from simulator.playback.output import HeaderColumns
     from simulator.playback.run import replay_requests
     from simulator.playback.scan import scan_trace
+    from simulator.playback.spool import work_folder
 
-    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
+    with sigterm_interrupts(), work_folder() as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
             scan = scan_trace(args.trace, args.format, workdir, bar.update)
         if not scan.requests:
