@@ -7,15 +7,28 @@ and the CLI's choices, the scripts a backend loads, the charts' palette and labe
 lists and the parametrised tests. :data:`REFERENCES` and :data:`BULK` are live views of it.
 
 Adding an algorithm: a ``.lua`` file under ``algorithms/lua/``, a module here with its Limiter
-subclass, and one line below (see CONTRIBUTING.md).
+subclass, and one line below (see CONTRIBUTING.md). An algorithm kept outside the package (a
+test's, one being tried out) registers itself the same way from a module named in the environment
+variable ``SIMULATOR_ALGORITHMS`` (comma-separated module names), imported right after the
+registry is made, in every process of a run.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from simulator.algorithms.base import BulkKernel, Limiter, Param, Reference
+from simulator.algorithms.base import (
+    BatchTemplate,
+    BulkDecider,
+    BulkKernel,
+    Limiter,
+    Param,
+    Reference,
+    ServerTime,
+)
 from simulator.algorithms.echomq import EchoMQ, EchoMQRef, echomq_keys
 from simulator.algorithms.fixed_window import FixedWindow, FixedWindowRef
 from simulator.algorithms.gcra import GCRA, GCRARef
@@ -43,6 +56,9 @@ __all__ = [
     "TokenBucketRef",
     "GCRARef",
     "BulkKernel",
+    "BatchTemplate",
+    "BulkDecider",
+    "ServerTime",
     "echomq_keys",
     "script_names",
 ]
@@ -54,19 +70,25 @@ ALGORITHMS: dict[str, type[Limiter]] = {
 
 
 class _View(Mapping[str, Any]):
-    """One attribute of every registered algorithm, by name (follows the registry as it is)."""
+    """One attribute of every registered algorithm that has it, by name (follows the registry
+    as it is); ``ability``: only the algorithms that offer it (a Protocol from ``base``)."""
 
-    def __init__(self, attribute: str) -> None:
-        self._attribute = attribute
+    def __init__(self, attribute: str, ability: type | None = None) -> None:
+        self._attribute, self._ability = attribute, ability
+
+    def _offers(self, cls: type[Limiter]) -> bool:
+        if self._ability is not None:
+            return issubclass(cls, self._ability)
+        return getattr(cls, self._attribute, None) is not None
 
     def __getitem__(self, name: str) -> Any:
-        value = getattr(ALGORITHMS[name], self._attribute)
-        if value is None:
+        cls = ALGORITHMS[name]
+        if not self._offers(cls):
             raise KeyError(name)
-        return value
+        return getattr(cls, self._attribute)
 
     def __iter__(self) -> Iterator[str]:
-        return (n for n, cls in ALGORITHMS.items() if getattr(cls, self._attribute) is not None)
+        return (n for n, cls in ALGORITHMS.items() if self._offers(cls))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -74,10 +96,26 @@ class _View(Mapping[str, Any]):
 
 #: name -> the pure-Python reference class.
 REFERENCES: Mapping[str, type[Reference]] = _View("reference")
-#: name -> the vectorised kernel (algorithms that have one).
-BULK: Mapping[str, BulkKernel] = _View("bulk")
+#: name -> the vectorised kernel (algorithms that are a :class:`BulkDecider`).
+BULK: Mapping[str, BulkKernel] = _View("bulk", BulkDecider)
 
 
 def script_names() -> tuple[str, ...]:
     """Every script the registered algorithms run, each once."""
     return tuple(dict.fromkeys(s for cls in ALGORITHMS.values() for s in cls.scripts))
+
+
+def _import_named_modules() -> None:
+    """Import the modules named in ``SIMULATOR_ALGORITHMS``; each adds its algorithm itself
+    (``scripts.add(name, source)`` and ``ALGORITHMS[cls.name] = cls``)."""
+    named = os.environ.get("SIMULATOR_ALGORITHMS", "")
+    for module in filter(None, map(str.strip, named.split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ImportError(
+                f"SIMULATOR_ALGORITHMS names {module!r}, which cannot be imported: {error}"
+            ) from error
+
+
+_import_named_modules()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from simulator.algorithms import ALGORITHMS
-from simulator.algorithms.base import Limiter, MemoryModel, Param
+from simulator.algorithms.base import Limiter, MemoryModel, Param, ServerTime
 from simulator.algorithms.scripts import add
 from simulator.backends import FakeRedisBackend, ScriptError
 from simulator.checks import ConfigError
@@ -304,13 +304,12 @@ def install_script(
     add(script_name, guarded(source))  # every call passes the guard, on every backend
     cls = type(
         f"UserScript_{name}",
-        (UserScript,),
+        (ServerTime, UserScript) if decl.server_time else (UserScript,),
         {
             "name": name,
             "label": decl.label or f"{name} (your script)",
             "colour": colour,
             "scripts": (script_name,),
-            "uses_server_time": decl.server_time,
             "declaration": decl,
             "path": path,
             "source": source,
