@@ -1,0 +1,96 @@
+"""The extension contract: an algorithm added exactly as CONTRIBUTING.md says passes the
+registry-driven tests with no other edit.
+
+``tests/toy/`` is such an algorithm - ``toy.lua``, the module ``algorithm.py``, and the one
+registry line - kept outside the package and registered through ``SIMULATOR_ALGORITHMS``, so
+that it is in the registry before the tests are collected, in the test run and in every command
+a test starts. The suite is then run over it in a subprocess: every test whose id names it (the
+parametrised ones) and every test marked ``every_algorithm`` (a line each in ``burst``, the
+palette, the charts of them all, the registry's own test). The toy offers no optional ability,
+so the tests of a batch template and of a bulk kernel must skip it, naming what it lacks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator.algorithms import ALGORITHMS, BatchTemplate, BulkDecider, Limiter, ServerTime
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+#: The registry-driven test files.
+FILES = (
+    "test_registry.py",
+    "test_cli.py",
+    "test_charts.py",
+    "test_headers.py",
+    "test_header_fields.py",
+    "test_property.py",
+    "test_batches.py",
+    "test_costs.py",
+    "test_accuracy.py",
+)
+#: Files in which at least one test must run over the toy itself (by its id).
+RUN_OVER_IT = ("test_cli.py", "test_charts.py", "test_headers.py", "test_property.py")
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ, SIMULATOR_ALGORITHMS="toy.registered", MPLBACKEND="Agg")
+    paths = [str(ROOT), str(TESTS), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return env
+
+
+def test_the_toy_is_made_as_contributing_says():
+    from toy.algorithm import Toy, ToyRef
+
+    text = (ROOT / "CONTRIBUTING.md").read_text("utf-8")
+    assert "SIMULATOR_ALGORITHMS" in text and "tests/toy/" in text
+    assert issubclass(Toy, Limiter) and Toy.reference is ToyRef and Toy.scripts == ("toy",)
+    assert (TESTS / "toy" / "toy.lua").read_text("utf-8").startswith("--[[")
+    assert not any(issubclass(Toy, a) for a in (BatchTemplate, BulkDecider, ServerTime))
+    assert "toy" not in ALGORITHMS  # registered only where asked for
+
+
+def test_the_registry_driven_suite_passes_over_a_toy_algorithm():
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA"]
+        + ["-k", "toy or every_algorithm", *(f"tests/{f}" for f in FILES)],
+        cwd=ROOT,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    tail = out.stdout[-4000:] + out.stderr[-2000:]
+    assert out.returncode == 0, tail
+    passed = re.findall(r"^PASSED (tests/\S+)", out.stdout, flags=re.MULTILINE)
+    for name in RUN_OVER_IT:
+        assert any(p.startswith(f"tests/{name}") and "toy" in p for p in passed), (name, tail)
+    assert {p.split("::")[0] for p in passed} >= {"tests/test_registry.py", "tests/test_cli.py"}
+    skipped = re.findall(r"^SKIPPED \[\d+\] (\S+): (.*)$", out.stdout, flags=re.MULTILINE)
+    reasons = {(where.split(":")[0], why) for where, why in skipped}
+    assert ("tests/test_batches.py", _batch_reason()) in reasons, skipped
+    assert ("tests/test_costs.py", "toy has no bulk kernel (BulkDecider)") in reasons, skipped
+    assert ("tests/test_accuracy.py", "toy has no bulk kernel (BulkDecider)") in reasons, skipped
+    assert all("toy" in why for _, why in skipped), skipped  # nothing else was skipped
+
+
+def _batch_reason() -> str:
+    return "toy packs no batch of its own (no BatchTemplate, no batch): call by call"
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_every_algorithm_says_its_abilities_one_way(name):
+    """``uses_server_time`` is what inheriting ServerTime says; a kernel or template is
+    offered by defining it (not by setting it to None)."""
+    cls = ALGORITHMS[name]
+    assert cls.uses_server_time == issubclass(cls, ServerTime)
+    assert issubclass(cls, BulkDecider) == (getattr(cls, "bulk", None) is not None)
+    assert issubclass(cls, BatchTemplate) == (getattr(cls, "fields", None) is not None)
