@@ -94,3 +94,23 @@ def test_every_algorithm_says_its_abilities_one_way(name):
     assert cls.uses_server_time == issubclass(cls, ServerTime)
     assert issubclass(cls, BulkDecider) == (getattr(cls, "bulk", None) is not None)
     assert issubclass(cls, BatchTemplate) == (getattr(cls, "fields", None) is not None)
+
+
+# --- the docs name the real places --------------------------------------------------------------
+def test_every_path_contributing_names_exists():
+    text = (ROOT / "CONTRIBUTING.md").read_text("utf-8")
+    named = set(re.findall(r"`((?:simulator|tests)/[\w/.<>-]+)`", text))
+    assert len(named) > 20
+    missing = [p for p in sorted(named) if "<" not in p and not (ROOT / p).exists()]
+    assert not missing, missing
+
+
+def test_the_readme_layout_is_the_package_as_it_is():
+    text = (ROOT / "README.md").read_text("utf-8")
+    layout = text[text.index("## Layout") :]
+    layout = layout[: layout.index("\n## ")] if "\n## " in layout else layout
+    listed = set(re.findall(r"^(simulator/[\w./]*)", layout, flags=re.MULTILINE))
+    package = ROOT / "simulator"
+    real = {f"simulator/{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()}
+    real |= {f"simulator/{p.name}" for p in package.glob("*.py") if p.name != "__main__.py"}
+    assert listed == real, (sorted(listed - real), sorted(real - listed))
