@@ -80,7 +80,16 @@ def test_draft_fields_worked_by_hand(name, times, expected):
     assert got == [(policy, f'"{name}";r={r};t={t}', ra) for r, t, ra in expected]
 
 
-@pytest.mark.parametrize("name", ADDED)
+@pytest.mark.parametrize(
+    "name",
+    ADDED
+    or [
+        pytest.param(
+            "",
+            marks=pytest.mark.skip(reason="none registered from elsewhere; test_toy.py adds one"),
+        )
+    ],
+)
 def test_draft_fields_of_an_added_algorithm_are_its_references(name):
     times = [0, 0, 9999, 10_000, 10_000, 10_001, 25_000]
     ref = REFERENCES[name](LIMIT, WINDOW_MS)

@@ -96,6 +96,37 @@ def test_every_algorithm_says_its_abilities_one_way(name):
     assert issubclass(cls, BatchTemplate) == (getattr(cls, "fields", None) is not None)
 
 
+FIRST_HIT = """--[[ ratelimit
+label = "First-hit window"
+keys = ["rl:fh:{client}"]
+argv = ["limit", "window_ms"]
+reply = { allowed = 1, count = 2 }
+server_time = true
+]]
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if count > tonumber(ARGV[1]) then return {0, count} end
+return {1, count}
+"""
+
+
+@pytest.mark.parametrize("server_time", [True, False])
+def test_a_users_script_on_the_servers_clock_is_a_server_time_limiter(tmp_path, server_time):
+    from simulator.engine.realtime import server_time_bound
+    from simulator.userscripts import register_script
+
+    path = tmp_path / "first_hit.lua"
+    text = FIRST_HIT if server_time else FIRST_HIT.replace("server_time = true\n", "")
+    path.write_text(text)
+    try:
+        cls = register_script(path)
+        assert issubclass(cls, ServerTime) is server_time and cls.uses_server_time is server_time
+        assert ("first_hit" in server_time_bound()) is server_time
+        assert not issubclass(cls, BulkDecider)
+    finally:
+        ALGORITHMS.pop("first_hit", None)
+
+
 # --- the docs name the real places --------------------------------------------------------------
 def test_every_path_contributing_names_exists():
     text = (ROOT / "CONTRIBUTING.md").read_text("utf-8")
