@@ -88,7 +88,7 @@ class BatchTemplate(Protocol):
 class BulkDecider(Protocol):
     """Optional, for the studies of millions of requests: a vectorised kernel over a whole trace
     (a :data:`BulkKernel`, as a staticmethod ``bulk``) that decides as the reference does.
-    Without one, the accuracy and adversary studies decide through the reference or the Lua."""
+    Without one, the accuracy, contracts and adversary studies decide on the Lua path (slower)."""
 
     @staticmethod
     def bulk(
@@ -295,8 +295,8 @@ class Limiter:
         self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None = None
     ) -> Sequence[Call]:
         """The script calls of several requests in order, as one pipeline sends them: packed
-        from a template where :meth:`fields` says how (the calls themselves made only if a
-        backend asks for them), else :meth:`calls`."""
+        from a template where the limiter is a :class:`BatchTemplate` (the calls themselves made
+        only if a backend asks for them), else :meth:`calls`."""
         if not templated(type(self), "fields"):  # also when it is no BatchTemplate
             return self.calls(clients, t_ms, costs)
 
