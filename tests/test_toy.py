@@ -96,6 +96,23 @@ def test_every_algorithm_says_its_abilities_one_way(name):
     assert issubclass(cls, BatchTemplate) == (getattr(cls, "fields", None) is not None)
 
 
+@pytest.mark.parametrize("named", ["nosuch", "toy.registered, nosuch.module"])
+def test_a_module_that_cannot_be_imported_is_one_message(named):
+    env = dict(_environment(), SIMULATOR_ALGORITHMS=named)
+    out = subprocess.run(
+        [sys.executable, "-m", "simulator", "burst"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    bad = named.split(",")[-1].strip()
+    assert f"SIMULATOR_ALGORITHMS: cannot import {bad!r}" in out.stderr
+
+
 FIRST_HIT = """--[[ ratelimit
 label = "First-hit window"
 keys = ["rl:fh:{client}"]

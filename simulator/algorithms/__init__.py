@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -35,6 +36,7 @@ from simulator.algorithms.gcra import GCRA, GCRARef
 from simulator.algorithms.sliding_counter import SlidingCounter, SlidingCounterRef
 from simulator.algorithms.sliding_log import SlidingLog, SlidingLogRef
 from simulator.algorithms.token_bucket import TokenBucket, TokenBucketRef
+from simulator.checks import ConfigError
 
 __all__ = [
     "ALGORITHMS",
@@ -107,15 +109,30 @@ def script_names() -> tuple[str, ...]:
 
 def _import_named_modules() -> None:
     """Import the modules named in ``SIMULATOR_ALGORITHMS``; each adds its algorithm itself
-    (``scripts.add(name, source)`` and ``ALGORITHMS[cls.name] = cls``)."""
+    (``scripts.add(name, source)`` and ``ALGORITHMS[cls.name] = cls``). One that cannot be
+    found is a :class:`~simulator.checks.ConfigError` naming the variable and the module; on
+    the command line, one line and exit status 2."""
     named = os.environ.get("SIMULATOR_ALGORITHMS", "")
     for module in filter(None, map(str.strip, named.split(","))):
         try:
             importlib.import_module(module)
         except ImportError as error:
-            raise ImportError(
-                f"SIMULATOR_ALGORITHMS names {module!r}, which cannot be imported: {error}"
-            ) from error
+            message = (
+                f"SIMULATOR_ALGORITHMS: cannot import {module!r} ({error}); name modules on"
+                " PYTHONPATH, separated by commas"
+            )
+            if _the_command_line_starting():
+                print(f"python -m simulator: error: {message}", file=sys.stderr)
+                raise SystemExit(2) from None
+            raise ConfigError(message) from error
+
+
+def _the_command_line_starting() -> bool:
+    """True while ``python -m simulator`` (argv[0] is ``-m`` while the module is being found)
+    or the ``ratelimit-workbench`` script imports the package, before the CLI's own handling
+    of bad input can run."""
+    started_as = sys.argv[0] if sys.argv else ""
+    return started_as == "-m" or os.path.basename(started_as) == "ratelimit-workbench"
 
 
 _import_named_modules()
