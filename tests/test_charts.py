@@ -264,6 +264,21 @@ def test_a_colour_too_close_to_another_or_grey_is_refused_naming_both(monkeypatc
     assert PALETTE["toy"] == suggested
 
 
+def test_users_scripts_get_colours_that_keep_the_rule():
+    from simulator.userscripts import register_script
+
+    names = [f"mine_{i}" for i in range(12)]  # more than the candidates left beside the registry
+    try:
+        for name in names:
+            register_script(DATA_DIR / "card" / "sliding-log.lua", name)
+        colours = [PALETTE[name] for name in names]  # the lookup holds them to the rule
+        assert len(set(colours)) == len(names)
+        assert min(chroma(c) for c in colours) >= MIN_CHROMA
+    finally:
+        for name in names:
+            ALGORITHMS.pop(name, None)
+
+
 # --- boundary burst -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def burst_frame() -> pd.DataFrame:

@@ -19,32 +19,49 @@ import math
 from collections.abc import Iterable, Mapping
 from functools import cache
 
-from matplotlib.colors import to_rgb
+from matplotlib.colors import hsv_to_rgb, to_hex, to_rgb
 
 from simulator.checks import ConfigError
 
-__all__ = ["MIN_CHROMA", "MIN_DELTA_E", "delta_e", "chroma", "check_colours", "suggest"]
+__all__ = [
+    "MIN_CHROMA",
+    "MIN_DELTA_E",
+    "CANDIDATES",
+    "delta_e",
+    "chroma",
+    "check_colours",
+    "suggest",
+    "free_colour",
+]
 
 #: Least chroma of an algorithm's colour: below it, a grey that reads as the charts' ink.
 MIN_CHROMA = 20.0
 #: Least Delta E between an algorithm's colour and any other algorithm's or role's.
 MIN_DELTA_E = 25.0
 
-#: Colours offered when one breaks the rule, in order (tab20's and Dark2's strong ones).
+#: Colours offered, in order, to a user's script and to an algorithm whose colour breaks the
+#: rule: strong ones of tab20b and Dark2, apart from each other and from the shipped palette.
 CANDIDATES = (
-    "#8c6d31",
-    "#637939",
-    "#843c39",
-    "#7b4173",
-    "#1b9e77",
-    "#d95f02",
     "#393b79",
+    "#637939",
+    "#1b9e77",
     "#e7298a",
-    "#66a61e",
     "#a6761d",
-    "#3182bd",
-    "#e6550d",
+    "#d6616b",
+    "#9c9ede",
+    "#b5cf6b",
+    "#e7cb94",
+    "#fdae6b",
 )
+
+
+def _sweep() -> list[str]:
+    """More colours to try once the candidates are taken: hues round the wheel, two depths."""
+    return [
+        to_hex(hsv_to_rgb((hue / 36, saturation, value)))
+        for saturation, value in ((0.8, 0.55), (0.6, 0.85))
+        for hue in range(36)
+    ]
 
 
 @cache
@@ -93,9 +110,24 @@ def _problem(name: str, colour: str, others: Mapping[str, str]) -> str | None:
 
 
 def suggest(taken: Iterable[str]) -> str | None:
-    """The first candidate colour that keeps the rule beside the colours ``taken``."""
+    """The first colour that keeps the rule beside the colours ``taken``: a candidate, else one
+    from a sweep round the colour wheel; None when none is left."""
     used = {f"taken {i}": c for i, c in enumerate(taken)}
-    return next((c for c in CANDIDATES if _problem("candidate", c, used) is None), None)
+    tried = (*CANDIDATES, *_sweep())
+    return next((c for c in tried if _problem("candidate", c, used) is None), None)
+
+
+def free_colour(taken: Iterable[str], who: str) -> str:
+    """A colour for ``who`` (a user's script) that keeps the rule beside ``taken`` (every
+    registered algorithm's and role's colour); ConfigError naming ``who`` when none is left."""
+    taken = list(taken)
+    colour = suggest(taken)
+    if colour is None:
+        raise ConfigError(
+            f"{who}: no colour is left that readers could tell from the {len(taken)} taken"
+            " (CONTRIBUTING.md: the colour rule); register fewer scripts at once"
+        )
+    return colour
 
 
 def check_colours(algorithms: Mapping[str, str], roles: Mapping[str, str]) -> None:
