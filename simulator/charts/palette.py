@@ -57,11 +57,12 @@ CANDIDATES = (
 
 def _sweep() -> list[str]:
     """More colours to try once the candidates are taken: hues round the wheel, two depths."""
-    return [
-        to_hex(hsv_to_rgb((hue / 36, saturation, value)))
-        for saturation, value in ((0.8, 0.55), (0.6, 0.85))
-        for hue in range(36)
-    ]
+    out = []
+    for saturation, value in ((0.8, 0.55), (0.6, 0.85)):
+        for hue in range(36):
+            r, g, b = (float(c) for c in hsv_to_rgb((hue / 36, saturation, value)))
+            out.append(to_hex((r, g, b)))
+    return out
 
 
 @cache
