@@ -162,3 +162,12 @@ def test_the_readme_layout_is_the_package_as_it_is():
     real = {f"simulator/{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()}
     real |= {f"simulator/{p.name}" for p in package.glob("*.py") if p.name != "__main__.py"}
     assert listed == real, (sorted(listed - real), sorted(real - listed))
+
+
+def test_the_readme_table_of_limiters_has_every_shipped_algorithm():
+    text = (ROOT / "README.md").read_text("utf-8")
+    table = text[text.index("## The limiters") :]
+    table = table[: table.index("\n\n", table.index("| name"))]
+    rows = set(re.findall(r"^\| `(\w+)` \|", table, flags=re.MULTILINE))
+    shipped = {n for n, c in ALGORITHMS.items() if c.__module__.startswith("simulator.algorithms.")}
+    assert rows == shipped
