@@ -97,7 +97,8 @@ class Settings:
     (a mix of clients for ``duration_s``, or a trace file), the seed and the backend.
 
     ``params`` maps an algorithm's name to its own parameters (those not given take their
-    defaults from the limit and the window).
+    defaults from the limit and the window). Of a trace, the requests from ``trace_from_s``
+    seconds after its first one are run, for ``trace_span_s`` seconds (0: to its end).
     """
 
     algorithms: tuple[str, ...] = field(default_factory=_every_algorithm)
@@ -109,6 +110,8 @@ class Settings:
     seed: int = 1
     trace: str | None = None
     trace_format: str = "csv"
+    trace_from_s: float = 0.0
+    trace_span_s: float = 0.0
     backend: str = "fakeredis"
 
     def __post_init__(self) -> None:
@@ -122,6 +125,8 @@ class Settings:
         check_number("Settings", "window_s", self.window_s, positive=True)
         check_number("Settings", "duration_s", self.duration_s, positive=True)
         check_int("Settings", "seed", self.seed, 0)
+        check_number("Settings", "trace_from_s", self.trace_from_s)
+        check_number("Settings", "trace_span_s", self.trace_span_s)
         if self.backend not in BACKENDS:
             raise ConfigError(
                 f"Settings.backend: unknown {self.backend!r}; known: {', '.join(BACKENDS)}"
