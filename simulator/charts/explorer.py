@@ -32,9 +32,9 @@ from simulator.charts import LABELS, PALETTE
 __all__ = ["Rows", "Marks", "marks_of", "windows_at", "ROW_PX"]
 
 #: Height of one algorithm's row in pixels (six rows and the controls fit a 1280×800 screen).
-ROW_PX = 104
+ROW_PX = 92
 _REFUSED = "#222222"
-_MARGIN = {"top": 18, "bottom": 22, "left": 46, "right": 12}
+_MARGIN = {"top": 16, "bottom": 20, "left": 46, "right": 12}
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,7 @@ class _Row:
     admitted: Any
     refused: Any
     x_axis: Any
+    y_axis: Any
     marks: Marks | None = None
 
 
@@ -117,7 +118,7 @@ class Rows:
 
     def __init__(self, row_px: int = ROW_PX) -> None:
         self.row_px = row_px
-        self.x = bq.LinearScale(min=0.0, max=1.0)
+        self.x = bq.LinearScale(min=0.0, max=1.0, allow_padding=False)
         self.box = w.VBox(layout=w.Layout(width="100%"))
         self.box.add_class("explorer-rows")
         self._rows: dict[str, _Row] = {}
@@ -129,23 +130,23 @@ class Rows:
         if algorithm in self._rows:
             return self._rows[algorithm]
         colour = PALETTE[algorithm]
-        y = bq.LinearScale(min=0.0, max=1.0)
+        y = bq.LinearScale(min=0.0, max=1.0, allow_padding=False)
         scales = {"x": self.x, "y": y}
         tooltip = bq.Tooltip(fields=["name"], show_labels=False)
         band = bq.Lines(
             x=[0.0, 0.0],
             y=[0.0, 0.0],
             scales=scales,
-            colors=[colour],
-            fill="inside",
+            colors=[colour, colour],
+            fill="bottom",
             fill_colors=[colour, colour],
-            fill_opacities=[0.10, 0.22],
-            opacities=[0.0, 0.0],
+            fill_opacities=[0.18],
+            stroke_width=0.5,
         )
         limit = bq.Lines(
             x=[0.0, 1.0], y=[1.0, 1.0], scales=scales, colors=["#555555"], line_style="dashed"
         )
-        rule = bq.Lines(x=[0.0, 0.0], y=[0.0, 1.0], scales=scales, colors=["#000000"])
+        rule = bq.Lines(x=[0.0, 0.0], y=[0.0, 1.0], scales=scales, colors=["#888888"])
         admitted = bq.Scatter(
             x=[], y=[], scales=scales, colors=[colour], marker="circle",
             default_size=30, stroke="white", names=[], display_names=False, tooltip=tooltip,
@@ -154,21 +155,20 @@ class Rows:
             x=[], y=[], scales=scales, colors=[_REFUSED], marker="cross",
             default_size=30, names=[], display_names=False, tooltip=tooltip,
         )  # fmt: skip
-        x_axis = bq.Axis(scale=self.x, num_ticks=8, grid_lines="none")
-        y_axis = bq.Axis(
-            scale=y, orientation="vertical", num_ticks=3, grid_lines="none", tick_format="d"
-        )
+        x_axis = bq.Axis(scale=self.x, grid_lines="none")
+        y_axis = bq.Axis(scale=y, side="left", grid_lines="none", tick_format="d")
         figure = bq.Figure(
-            marks=[band, limit, admitted, refused, rule],
+            marks=[band, limit, rule, admitted, refused],
             axes=[x_axis, y_axis],
             title=LABELS[algorithm],
-            title_style={"font-size": "12px", "fill": colour, "font-weight": "bold"},
+            title_style={"font-size": "11px", "fill": colour, "font-weight": "bold"},
             fig_margin=dict(_MARGIN),
             animation_duration=0,
             layout=w.Layout(height=f"{self.row_px}px", width="100%"),
         )
+        figure.add_class("explorer-row")
         figure.add_class(f"explorer-row-{algorithm}")
-        row = _Row(figure, y, band, limit, rule, admitted, refused, x_axis)
+        row = _Row(figure, y, band, limit, rule, admitted, refused, x_axis, y_axis)
         self._rows[algorithm] = row
         return row
 
@@ -188,7 +188,9 @@ class Rows:
                 (int(f["t_ms"].max()) - origin_ms for f in frames.values() if len(f)), default=0
             )
         drawn: dict[str, Marks] = {}
-        self.x.min, self.x.max = 0.0, max(span_ms / 1000, 1.0)
+        end_s, step_s = _nice(span_ms / 1000)
+        self.x.min, self.x.max = 0.0, end_s
+        ticks = np.arange(0.0, end_s + step_s / 2, step_s)
         names = tuple(frames)
         for i, (algorithm, frame) in enumerate(frames.items()):
             row = self._row(algorithm)
@@ -202,6 +204,8 @@ class Rows:
             sizes = 30 * np.sqrt(np.maximum(m.cost, 1))
             with admitted.hold_sync(), refused.hold_sync(), y.hold_sync():
                 y.min, y.max = 0.0, top
+                peak = int(m.in_window.max()) if len(m.in_window) else 0
+                row.y_axis.tick_values = [0, limit, *([peak] if peak > 1.25 * limit else [])]
                 admitted.x, admitted.y = m.t_s[ok], m.in_window[ok]
                 admitted.names = [t for t, k in zip(m.text, ok, strict=True) if k]
                 admitted.size = sizes[ok]
@@ -211,6 +215,7 @@ class Rows:
             row.limit.x, row.limit.y = [0.0, self.x.max], [limit, limit]
             last = i == len(frames) - 1
             axis = row.x_axis
+            axis.tick_values = ticks
             axis.label = (
                 ("time (s from the first request)" if origin_ms else "time (s)") if last else ""
             )
@@ -228,11 +233,9 @@ class Rows:
             spans = windows_at(algorithm, t_ms + self.origin_ms, self.window_ms, reset)
             xs = [[(a - self.origin_ms) / 1000, (b - self.origin_ms) / 1000] for a, b in spans]
             band = row.band
-            polys_x = [[a, b, b, a, a] for a, b in xs]
-            polys_y = [[0, 0, top, top, 0] for _ in xs]
             with band.hold_sync():
-                band.x, band.y = polys_x, polys_y
-                band.fill_opacities = [0.10, 0.22] if len(xs) == 2 else [0.18]
+                band.x, band.y = xs, [[top, top] for _ in xs]
+                band.fill_opacities = [0.08, 0.2] if len(xs) == 2 else [0.18]
             rule = row.rule
             with rule.hold_sync():
                 rule.x, rule.y = [t_ms / 1000] * 2, [0, top]
@@ -240,6 +243,15 @@ class Rows:
     def figures(self) -> list[bq.Figure]:
         """The figures shown, top to bottom."""
         return [self._rows[a].figure for a in self._order]
+
+
+def _nice(span_s: float) -> tuple[float, float]:
+    """The axis end and tick step: ``span_s`` rounded up to a round number of seconds, at most
+    about ten ticks (so their labels never collide)."""
+    for step in (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400):
+        if span_s / step <= 10:
+            return float(max(step, step * np.ceil(span_s / step))), float(step)
+    return float(86400 * np.ceil(span_s / 86400)), 86400.0 * np.ceil(span_s / 864000)
 
 
 def instants(marks: Sequence[Marks]) -> np.ndarray:

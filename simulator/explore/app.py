@@ -93,16 +93,17 @@ class Explorer:
         self.scrub.add_class("explorer-scrub")
         self.play = w.Play(value=0, min=0, max=0, interval=600, show_repeat=False)
         w.jslink((self.play, "value"), (self.scrub, "value"))
-        self.back = w.Button(icon="step-backward", tooltip="one request back")
-        self.forward = w.Button(icon="step-forward", tooltip="one request on")
+        self.back = w.Button(description="◀ step", tooltip="one request back")
+        self.forward = w.Button(description="step ▶", tooltip="one request on")
         for b in (self.back, self.forward):
-            b.layout = w.Layout(width="36px")
+            b.layout = w.Layout(width="68px", min_width="68px")
         self.back.add_class("explorer-back")
         self.forward.add_class("explorer-forward")
         self.back.on_click(lambda _: self._nudge(-1))
         self.forward.on_click(lambda _: self._nudge(+1))
         self.instant = w.HTML().add_class("explorer-instant")
         self.state_of = w.Dropdown(description="server of", layout=w.Layout(width="100%"))
+        self.state_of.add_class("explorer-state-of")
         self.state = w.HTML("<i>step through the requests with the time bar</i>")
         self.state.add_class("explorer-state")
         legend = w.HTML(
@@ -310,7 +311,8 @@ class Explorer:
         finally:
             self._quiet = False
         self._client = client
-        self.rows.show(outcome.frames, s.limit, s.window_ms, client, outcome.origin_ms)
+        span_ms = None if s.trace is not None else round(s.duration_s * 1000)
+        self.rows.show(outcome.frames, s.limit, s.window_ms, client, outcome.origin_ms, span_ms)
         self.summary.value = _summary_html(outcome)
         self.progress.layout.visibility = "hidden"
         for stepper in self._steppers.values():
@@ -342,12 +344,13 @@ class Explorer:
         frame = o.frames[algorithm]
         return frame.loc[frame["client"] == self._client, "t_ms"].to_numpy(dtype="int64")
 
-    def _retime(self) -> None:
+    def _retime(self, to_refusal: bool = False) -> None:
         """After a run or a change of algorithm: the time bar over the new requests, at the
-        request nearest the instant shown before (the first refusal on a first run)."""
+        request nearest the instant shown before (the first refusal on a first run, or when
+        another algorithm's server is chosen)."""
         times = self._times()
         was = self.step.t_ms if self.step is not None else None
-        if was is None or self.outcome is None:
+        if was is None or self.outcome is None or to_refusal:
             i = self._first_refusal()
         else:
             i = int(np.clip(np.searchsorted(times, was), 0, max(len(times) - 1, 0)))
@@ -382,7 +385,7 @@ class Explorer:
     def _state_changed(self, change: Any) -> None:
         if self._quiet:
             return
-        self._pool.submit(self._retime)
+        self._pool.submit(self._retime, True)
 
     def _step_work(self, generation: int, i: int) -> None:
         if generation != self._scrub_generation:  # a newer position was asked for: skip this

@@ -85,7 +85,8 @@ class Controls:
                 widget = box(
                     value=default if given is None else given,
                     description=f"{name}: {p.name}" + (f" ({p.unit})" if p.unit else ""),
-                    style=_WIDE,
+                    description_allow_html=False,
+                    style={"description_width": "14em"},
                     layout=_ROW,
                 )
                 self.params[(name, p.name)] = widget
@@ -170,7 +171,10 @@ class Controls:
             layout=_ROW,
         )
         self.client = w.Dropdown(
-            options=[], description="client shown", layout=w.Layout(width="17em")
+            options=[],
+            description="client shown",
+            style={"description_width": "initial"},
+            layout=w.Layout(width="17em"),
         )
 
         def kind(title: str, *rows: w.Widget) -> w.VBox:
