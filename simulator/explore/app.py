@@ -66,7 +66,7 @@ class Explorer:
         self,
         settings: Settings | None = None,
         *,
-        debounce_s: float = 0.05,
+        debounce_s: float = 0.02,
         progress_from: float = 20_000,
     ) -> None:
         self.debounce_s, self.progress_from = debounce_s, progress_from

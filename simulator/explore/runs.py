@@ -151,7 +151,7 @@ class Runner:
         self,
         backend_for: Callable[[str], Backend] | None = None,
         reset: Callable[[Backend], None] | None = None,
-        cache_size: int = 48,
+        cache_size: int = 240,
     ) -> None:
         self._backend_for = backend_for or (lambda name: FakeRedisBackend())
         self._reset = reset
