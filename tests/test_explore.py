@@ -161,3 +161,165 @@ def test_parameters_follow_their_default_until_someone_sets_one(forever):  # noq
         assert ("Never resets (test)", "forever") in explorer.controls.algorithms.options
     finally:
         explorer.close()
+
+
+# -- the step-through: the server's real keys around each call --------------------------------
+
+
+def test_a_step_shows_the_keys_the_script_left_on_the_fake_server():
+    from simulator.explore.steps import step_through
+
+    t_ms = [59_000 + i for i in range(3)] + [61_000 + i for i in range(3)]
+    steps = step_through("sliding_log", 3, 60_000, {}, "u", t_ms)
+    assert [s.allowed for s in steps] == [True, True, True, False, False, False]
+    refused = steps[3]
+    assert refused.before == refused.after  # a refusal writes nothing
+    (log,) = refused.after
+    assert log.key == "rl:sl:{u}" and log.type == "zset" and log.size == 3
+    assert [score for _, score in log.value] == [59_000, 59_001, 59_002]
+    assert 0 < log.pttl_ms <= 60_000
+    assert refused.headers["Retry-After"] == "58"  # the oldest leaves the window at 119 s
+    assert refused.headers["RateLimit-Remaining"] == "0"
+    assert refused.reply[0] == 0
+    assert refused.exact_in_window == 3 and not refused.exact_allowed
+
+
+def test_a_step_reads_a_hash_and_ttls_on_the_virtual_clock():
+    from simulator.explore.steps import step_through
+
+    steps = step_through("token_bucket", 2, 10_000, {}, "b", [0, 1_000, 7_000])
+    bucket = steps[1].after[0]
+    assert bucket.type == "hash" and set(bucket.value) >= {"tokens", "ts"}
+    assert bucket.value["ts"] == "1000"
+    # The fixed window's counter: its TTL counts down on the simulated clock, not on the wall.
+    fw = step_through("fixed_window", 5, 10_000, {}, "c", [1_000, 4_000])
+    assert fw[0].after[0].pttl_ms - fw[1].before[0].pttl_ms == 3_000
+
+
+def test_a_step_that_disagrees_with_the_run_is_an_error():
+    from simulator.explore.steps import step_through
+
+    with pytest.raises(RuntimeError, match="decided again"):
+        step_through("fixed_window", 1, 10_000, {}, "u", [0, 1], allowed=[True, True])
+
+
+def test_the_explorer_steps_through_the_shown_client_at_a_refusal():
+    from simulator.explore.presets import PRESETS
+
+    explorer = Explorer(PRESETS["boundary burst"].settings)
+    try:
+        explorer.refresh()
+        explorer.state_of.value = "sliding_log"
+        explorer._pool.submit(lambda: None).result()  # the change of server is handled
+        assert explorer.step is not None and explorer.step.index == 100  # its first refusal
+        for i in range(101, 106):
+            step = explorer.step_to(i)
+            assert step is not None and step.index == i and not step.allowed
+        assert "rl:sl:{bursts-1}" in explorer.state.value
+        assert "100 members" in explorer.state.value
+        assert "Retry-After" in explorer.state.value
+        assert "request 106 of 200" in explorer.instant.value
+    finally:
+        explorer.close()
+
+
+# -- presets, messages, stale results -----------------------------------------------------------
+
+
+def test_every_preset_runs_and_the_boundary_burst_shows_its_client():
+    from simulator.explore.presets import PRESETS
+
+    explorer = Explorer()
+    try:
+        explorer.refresh()
+        for n, name in enumerate(PRESETS, start=2):
+            explorer.preset(name)
+            assert explorer.wait(n, timeout=120), explorer.status.value
+            assert explorer.outcome is not None
+            assert explorer.outcome.settings == explorer.controls.settings()
+        explorer.preset("boundary burst")
+        assert explorer.wait(len(PRESETS) + 2, timeout=120)
+        assert explorer.controls.client.value == "bursts-1"
+        fixed = explorer.outcome.summaries["fixed_window"]
+        assert fixed.most_in_window == 200  # twice the limit across the seam at 60 s
+        assert explorer.outcome.summaries["sliding_log"].most_in_window == 100
+    finally:
+        explorer.close()
+
+
+def _error_of(explorer: Explorer, set_value) -> str:
+    drawn = explorer.drawn
+    set_value()
+    deadline = time.monotonic() + 60
+    while "color:#b00" not in explorer.status.value and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert explorer.drawn == drawn
+    assert "explorer-stale" in explorer.rows.box._dom_classes  # the old figure is marked
+    return explorer.status.value
+
+
+def test_errors_name_the_control_in_its_units_and_leave_the_figure_stale(tmp_path):
+    explorer = Explorer(debounce_s=0.01)
+    c = explorer.controls
+    try:
+        explorer.refresh()
+        said = _error_of(explorer, lambda: setattr(c.limit, "value", 0))
+        assert "limit (requests): at least 1" in said
+        c.limit.value = 10
+        said = _error_of(explorer, lambda: setattr(c.on_s, "value", 0.0))
+        assert "on/off: on for (s)" in said and "on_ms" not in said, said
+        c.on_s.value = 5.0
+        said = _error_of(explorer, lambda: setattr(c.params[("token_bucket", "burst")], "value", 0))
+        assert said.count("token_bucket: burst") == 1 and "Scenario" not in said, said
+        c.params[("token_bucket", "burst")].value = 10
+        said = _error_of(explorer, lambda: setattr(c.source, "value", "trace file") or
+                         setattr(c.trace, "value", " "))  # fmt: skip
+        assert "trace file: empty" in said, said
+        secret = tmp_path / "secret.txt"
+        secret.write_text("api_key=hunter2 and more\n")
+        said = _error_of(explorer, lambda: setattr(c.trace, "value", str(secret)))
+        assert "hunter2" not in said and "line 1" in said, said
+        said = _error_of(explorer, lambda: setattr(c.trace, "value", str(tmp_path / "none.csv")))
+        assert "cannot read" in said, said
+    finally:
+        explorer.close()
+
+
+def test_a_trace_edited_in_place_is_read_again(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("t_ms,client\n" + "".join(f"{i * 10},a\n" for i in range(10)))
+    runner = Runner()
+    settings = Settings(algorithms=("sliding_log",), limit=100, trace=str(trace))
+    assert runner.run(settings).summaries["sliding_log"].requests == 10
+    stat = trace.stat()
+    trace.write_text("t_ms,client\n" + "".join(f"{i * 10},a\n" for i in range(50)))
+    import os
+
+    os.utime(trace, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same time stamp as before
+    assert runner.run(settings).summaries["sliding_log"].requests == 50
+
+
+def test_a_script_registered_again_under_its_name_runs_again(forever, monkeypatch):  # noqa: F811
+    from simulator import scripts
+
+    runner = Runner()
+    settings = Settings(algorithms=("forever",), limit=3, duration_s=20)
+    before = runner.run(settings).summaries["forever"]
+    assert before.admitted < before.requests
+    lenient = scripts._ADDED["forever"].replace(
+        "return {0, count, limit, 0, -1, -1}", "return {1, count, limit, 0, -1, 0}"
+    )
+    monkeypatch.setitem(scripts._ADDED, "forever", lenient)
+    scripts.load.cache_clear()
+    again = runner.run(settings).summaries["forever"]
+    assert again.admitted == again.requests
+
+
+def test_a_trace_span_runs_only_its_requests(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("t_ms,client\n" + "".join(f"{1_000 + i * 1_000},a\n" for i in range(100)))
+    outcome = Runner().run(
+        Settings(algorithms=("sliding_log",), trace=str(trace), trace_from_s=10, trace_span_s=20)
+    )
+    assert outcome.summaries["sliding_log"].requests == 20
+    assert outcome.origin_ms == 11_000
