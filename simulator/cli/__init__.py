@@ -2,8 +2,10 @@
 
 Each command is a module here with a ``register(subparsers)`` and its ``cmd_*``; :data:`COMMANDS`
 lists them. Bad input (an unknown algorithm, a limit of 0, a malformed trace line) gets one message
-naming the field or line and exit status 2, never a traceback; a server that fails, exit status 1;
-Ctrl-C or SIGTERM, one line and 128 + the signal's number.
+naming the field or line and exit status 2, never a traceback; so does a script that runs longer
+than its budget or needs more memory than its cap (the script's doing, not the server's); a server
+that fails, exit status 1; Ctrl-C or SIGTERM, one line and 128 + the signal's number, within a
+second even while a script loops on the fake server.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simulator.backends import BackendError, ScriptError
-from simulator.cli import bench, burst, charts, check, memory, replay, sweep
+from simulator.cli import bench, burst, charts, check, compare, memory, replay, sweep
 from simulator.cli.args import UsageError, script_options, split_script
 from simulator.scenario import ConfigError
 from simulator.sweeps.run import SweepFailed
@@ -25,7 +27,7 @@ from simulator.traces import TraceError
 __all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
 
 #: The subcommands, in the order ``--help`` lists them.
-COMMANDS = (burst, replay, sweep, charts, memory, check, bench)
+COMMANDS = (burst, replay, compare, sweep, charts, memory, check, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,6 +20,7 @@ from simulator.cli.args import (
     positive_int,
     print_time_notes,
 )
+from simulator.cli.replay_shards import add_shard_options
 from simulator.records import HEADER_STYLES
 
 __all__ = ["register", "cmd_replay"]
@@ -34,6 +35,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
         raise UsageError(str(exc)) from None
+    if args.headers is not None:
+        _check_header_policy(args)
+    if args.shards > 1:
+        from simulator.cli.replay_shards import replay_sharded
+
+        return replay_sharded(args)
     bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
     try:
         done, tally = _replay_through_files(args, bar_options)
@@ -52,6 +59,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_header_policy(args: argparse.Namespace) -> None:
+    """``--headers`` with a policy whose fields a header cannot hold is refused up front."""
+    from simulator.headers import check_policy
+
+    params = params_for(args.algorithm, args.param, strict=True)
+    declared = {p.name for p in ALGORITHMS[args.algorithm].params_declared}
+    burst = int(params.get("burst", args.limit)) if "burst" in declared else None
+    try:
+        check_policy(
+            args.limit, round(args.window * 1000), burst, names=("--limit", "--param burst")
+        )
+    except ValueError as exc:
+        raise UsageError(f"{exc}: too large for --headers") from None
+
+
 def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any]) -> tuple[Any, Any]:
     """The replay itself: trace file in, decision CSV out, a temporary folder for the sorts.
 
@@ -59,7 +81,6 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     of order into runs in the folder; once more, merged with those runs, while it is replayed.
     Returns what :func:`~simulator.playback.replay_requests` did and the summary's tally.
     """
-    import tempfile
     from collections.abc import Iterator
 
     from tqdm import tqdm
@@ -78,9 +99,10 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     from simulator.cli.tally import ReplayTally
     from simulator.playback import replay_requests
     from simulator.realtime import needs_real_time
+    from simulator.spool import work_folder
     from simulator.trace_scan import scan_trace
 
-    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
+    with sigterm_interrupts(), work_folder() as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
             scan = scan_trace(args.trace, args.format, workdir, bar.update)
         if not scan.requests:
@@ -214,4 +236,5 @@ def register(sub: Any) -> None:
         "per decision); decisions are the same either way",
     )
     add_script_option(p)
+    add_shard_options(p)
     p.set_defaults(func=cmd_replay)
