@@ -307,7 +307,8 @@ class Explorer:
             if list(self.state_of.options) != algorithms:
                 keep = self.state_of.value
                 self.state_of.options = algorithms
-                self.state_of.value = keep if keep in algorithms else (algorithms or [None])[0]
+                first = algorithms[0] if algorithms else None
+                self.state_of.value = keep if keep in algorithms else first
         finally:
             self._quiet = False
         self._client = client
@@ -485,7 +486,7 @@ def _summary_html(outcome: Outcome) -> str:
 
 def _key_html(states: tuple[KeyState, ...]) -> str:
     if not states:
-        return "<i>no keys</i>"
+        return "<div><i>no keys</i></div>"
     rows = []
     for k in states:
         if k.type == "zset":
@@ -500,10 +501,10 @@ def _key_html(states: tuple[KeyState, ...]) -> str:
             value = html.escape(str(k.value))
         ttl = "no TTL" if k.pttl_ms < 0 else f"PTTL {k.pttl_ms:,} ms"
         rows.append(
-            f"<tr><td><code>{html.escape(k.key)}</code><br><small>{k.type}, {ttl}</small></td>"
-            f"<td><code>{value}</code></td></tr>"
+            f"<div><code>{html.escape(k.key)}</code> <small>({k.type}, {ttl})</small><br>"
+            f"&nbsp;&nbsp;<code>{value}</code></div>"
         )
-    return "<table>" + "".join(rows) + "</table>"
+    return "".join(rows)
 
 
 def _state_html(algorithm: str, step: Step, limit: int) -> str:
@@ -512,16 +513,21 @@ def _state_html(algorithm: str, step: Step, limit: int) -> str:
     exact = "admits" if step.exact_allowed else "refuses"
     reply = ", ".join(html.escape(str(x)) for x in step.reply)
     headers = "".join(
-        f"<tr><td>{html.escape(k)}:</td><td><code>{html.escape(v)}</code></td></tr>"
+        f"<div>{html.escape(k)}: <code>{html.escape(v)}</code></div>"
         for k, v in step.headers.items()
+    )
+    after = (
+        "<div><i>unchanged: the script wrote nothing</i></div>"
+        if step.after == step.before
+        else _key_html(step.after)
     )
     return (
         f'<div class="explorer-decision"><b>{html.escape(algorithm)}</b> at '
         f"{step.t_ms:,} ms (cost {step.cost}): <b>{decided}</b></div>"
-        f'<div class="explorer-before"><b>before</b>{_key_html(step.before)}</div>'
-        f'<div class="explorer-reply"><b>reply</b> <code>[{reply}]</code></div>'
-        f'<div class="explorer-after"><b>after</b>{_key_html(step.after)}</div>'
-        f'<div class="explorer-headers"><b>header fields</b><table>{headers}</table></div>'
+        f'<div class="explorer-headers"><b>header fields</b>{headers}</div>'
         f'<div class="explorer-exact">exact log: {step.exact_in_window:,} of {limit:,} '
         f"admitted in the trailing window before this request; it {exact} it</div>"
+        f'<div class="explorer-reply"><b>reply</b> <code>[{reply}]</code></div>'
+        f'<div class="explorer-before"><b>keys before</b>{_key_html(step.before)}</div>'
+        f'<div class="explorer-after"><b>keys after</b>{after}</div>'
     )

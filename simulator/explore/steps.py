@@ -30,7 +30,7 @@ from simulator.headers import http_headers
 __all__ = ["KeyState", "Step", "Stepper", "step_through", "read_keys", "MEMBERS_SHOWN"]
 
 #: Members of a sorted set or list shown per key (the rest counted, not listed).
-MEMBERS_SHOWN = 12
+MEMBERS_SHOWN = 4
 
 
 @dataclass(frozen=True)
