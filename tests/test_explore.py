@@ -323,3 +323,42 @@ def test_a_trace_span_runs_only_its_requests(tmp_path):
     )
     assert outcome.summaries["sliding_log"].requests == 20
     assert outcome.origin_ms == 11_000
+
+
+# -- the rows -------------------------------------------------------------------------------------
+
+
+def test_one_row_per_algorithm_each_request_a_mark_and_the_counted_windows():
+    from simulator.charts.explorer import Rows, windows_at
+
+    frame = simulate(Scenario("fixed_window", 10, 10_000, 12_000, (BurstAt("u", 10, (9, 11)),)))
+    log = simulate(Scenario("sliding_log", 10, 10_000, 12_000, (BurstAt("u", 10, (9, 11)),)))
+    rows = Rows()
+    drawn = rows.show({"fixed_window": frame, "sliding_log": log}, 10, 10_000, "u", 0, 12_000)
+    assert [f.title for f in rows.figures()] == ["Fixed window (clock grid)", "Sliding log (exact)"]
+    fixed, exact = rows._rows["fixed_window"], rows._rows["sliding_log"]
+    assert len(fixed.admitted.x) == 20 and len(fixed.refused.x) == 0
+    assert len(exact.admitted.x) == 10 and len(exact.refused.x) == 10
+    assert max(fixed.admitted.y) == 20 and max(drawn["sliding_log"].in_window) == 10
+    assert "refused" in exact.refused.names[0] and "Retry-After" in exact.refused.names[0]
+    assert len(fixed.x_axis.tick_values) <= 11
+    rows.at(11_000)
+    import numpy as np
+
+    assert np.atleast_2d(fixed.band.x).tolist() == [[10.0, 20.0]]  # the clock grid's 2nd window
+    assert np.atleast_2d(exact.band.x).tolist() == [[1.0, 11.0]]  # the trailing (t - W, t]
+    assert windows_at("sliding_counter", 11_000, 10_000) == [(0, 10_000), (10_000, 20_000)]
+    assert windows_at("echomq", 11_000, 10_000, reset_ms=8_000) == [(9_000, 19_000)]
+
+
+def test_a_long_trace_is_drawn_in_hours_with_few_ticks(tmp_path):
+    from simulator.charts.explorer import Rows
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("t_ms,client\n" + "".join(f"{i * 3_600_000},a\n" for i in range(80)))
+    outcome = Runner().run(Settings(algorithms=("sliding_log",), trace=str(trace)))
+    rows = Rows()
+    rows.show(outcome.frames, 10, 10_000, "a", outcome.origin_ms)
+    row = rows._rows["sliding_log"]
+    assert row.x_axis.label == "time (h from the first request)" or row.x_axis.label == "time (h)"
+    assert max(row.admitted.x) == 79.0 and len(row.x_axis.tick_values) <= 11

@@ -125,6 +125,7 @@ class Rows:
         self._order: tuple[str, ...] = ()
         self.window_ms = 1
         self.origin_ms = 0
+        self.unit_ms, self.unit = 1000, "s"
 
     def _row(self, algorithm: str) -> _Row:
         if algorithm in self._rows:
@@ -188,7 +189,9 @@ class Rows:
                 (int(f["t_ms"].max()) - origin_ms for f in frames.values() if len(f)), default=0
             )
         drawn: dict[str, Marks] = {}
-        end_s, step_s = _nice(span_ms / 1000)
+        self.unit_ms, self.unit = _unit(span_ms)
+        end_s, step_s = _nice(span_ms / self.unit_ms)
+        scale = 1000 / self.unit_ms  # seconds -> the axis unit
         self.x.min, self.x.max = 0.0, end_s
         ticks = np.arange(0.0, end_s + step_s / 2, step_s)
         names = tuple(frames)
@@ -206,10 +209,10 @@ class Rows:
                 y.min, y.max = 0.0, top
                 peak = int(m.in_window.max()) if len(m.in_window) else 0
                 row.y_axis.tick_values = [0, limit, *([peak] if peak > 1.25 * limit else [])]
-                admitted.x, admitted.y = m.t_s[ok], m.in_window[ok]
+                admitted.x, admitted.y = m.t_s[ok] * scale, m.in_window[ok]
                 admitted.names = [t for t, k in zip(m.text, ok, strict=True) if k]
                 admitted.size = sizes[ok]
-                refused.x, refused.y = m.t_s[no], m.in_window[no]
+                refused.x, refused.y = m.t_s[no] * scale, m.in_window[no]
                 refused.names = [t for t, k in zip(m.text, no, strict=True) if k]
                 refused.size = sizes[no]
             row.limit.x, row.limit.y = [0.0, self.x.max], [limit, limit]
@@ -217,7 +220,13 @@ class Rows:
             axis = row.x_axis
             axis.tick_values = ticks
             axis.label = (
-                ("time (s from the first request)" if origin_ms else "time (s)") if last else ""
+                (
+                    f"time ({self.unit} from the first request)"
+                    if origin_ms
+                    else f"time ({self.unit})"
+                )
+                if last
+                else ""
             )
         if names != self._order:
             self._order = names
@@ -231,27 +240,38 @@ class Rows:
             top = row.y.max
             reset = (resets_ms or {}).get(algorithm)
             spans = windows_at(algorithm, t_ms + self.origin_ms, self.window_ms, reset)
-            xs = [[(a - self.origin_ms) / 1000, (b - self.origin_ms) / 1000] for a, b in spans]
+            u = self.unit_ms
+            xs = [[(a - self.origin_ms) / u, (b - self.origin_ms) / u] for a, b in spans]
             band = row.band
             with band.hold_sync():
                 band.x, band.y = xs, [[top, top] for _ in xs]
                 band.fill_opacities = [0.08, 0.2] if len(xs) == 2 else [0.18]
             rule = row.rule
             with rule.hold_sync():
-                rule.x, rule.y = [t_ms / 1000] * 2, [0, top]
+                rule.x, rule.y = [t_ms / self.unit_ms] * 2, [0, top]
 
     def figures(self) -> list[bq.Figure]:
         """The figures shown, top to bottom."""
         return [self._rows[a].figure for a in self._order]
 
 
-def _nice(span_s: float) -> tuple[float, float]:
-    """The axis end and tick step: ``span_s`` rounded up to a round number of seconds, at most
-    about ten ticks (so their labels never collide)."""
+def _unit(span_ms: int) -> tuple[int, str]:
+    """The time axis' unit: seconds, or minutes past two hours, or hours past two days (so that
+    a long trace's ticks read as times, not as six-digit numbers)."""
+    if span_ms > 2 * 86_400_000:
+        return 3_600_000, "h"
+    if span_ms > 2 * 3_600_000:
+        return 60_000, "min"
+    return 1000, "s"
+
+
+def _nice(span: float) -> tuple[float, float]:
+    """The axis end and tick step: ``span`` (in the axis unit) rounded up to a round number,
+    at most about ten ticks (so their labels never collide)."""
     for step in (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400):
-        if span_s / step <= 10:
-            return float(max(step, step * np.ceil(span_s / step))), float(step)
-    return float(86400 * np.ceil(span_s / 86400)), 86400.0 * np.ceil(span_s / 864000)
+        if span / step <= 10:
+            return float(max(step, step * np.ceil(span / step))), float(step)
+    return float(86400 * np.ceil(span / 86400)), 86400.0 * np.ceil(span / 864000)
 
 
 def instants(marks: Sequence[Marks]) -> np.ndarray:
