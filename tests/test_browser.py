@@ -286,6 +286,9 @@ def test_explorer_as_a_page(workdir, tmp_path):
                 page.get_by_role("button", name="boundary burst").click()
                 _wait_text(page, ".explorer-status", r"run 2: .* limit 100 per 60 s")
                 assert page.locator(".explorer-rows.explorer-stale").count() == 0
+                # Hovering over a mark gives its decision row.
+                page.locator(".explorer-row-sliding_log .dot").last.hover(force=True)
+                _wait_text(page, ".bqplot_tooltip_div >> visible=true", r"61\.000 s: refused")
                 page.locator(".explorer-state-of select").select_option(label="sliding_log")
                 _wait_text(page, ".explorer-state", r"sliding_log at")
                 # The time bar goes to the log's first refusal: the first request of second 61.

@@ -362,3 +362,34 @@ def test_a_long_trace_is_drawn_in_hours_with_few_ticks(tmp_path):
     row = rows._rows["sliding_log"]
     assert row.x_axis.label == "time (h from the first request)" or row.x_axis.label == "time (h)"
     assert max(row.admitted.x) == 79.0 and len(row.x_axis.tick_values) <= 11
+
+
+def test_the_limits_next_to_the_one_shown_are_run_ahead_and_a_change_stops_that():
+    explorer = Explorer(Settings(duration_s=20))
+    try:
+        explorer.refresh()
+        explorer._pool.submit(lambda: None).result()  # the run ahead has finished
+        calls: list[tuple[str, int]] = []
+        original = explorer.runner._decide
+
+        def counting(settings, algorithm, *rest):
+            calls.append((algorithm, settings.limit))
+            return original(settings, algorithm, *rest)
+
+        explorer.runner._decide = counting  # type: ignore[method-assign]
+        explorer.controls.limit.value = 11
+        assert explorer.wait(2, timeout=120)
+        assert explorer.outcome.settings.limit == 11
+        assert [c for c in calls if c[1] == 11] == []  # drawn from the cache
+        explorer._pool.submit(lambda: None).result()
+        assert {limit for _, limit in calls} == {12}  # then 12 ran ahead (10 was there)
+        # A change stops a run ahead at its next decision.
+        calls.clear()
+        explorer.controls.limit.value = 30
+        explorer.controls.limit.value = 40
+        assert explorer.wait(3, timeout=120)
+        explorer._pool.submit(lambda: None).result()
+        assert explorer.outcome.settings.limit == 40
+        assert {limit for _, limit in calls} <= {40, 39, 41}
+    finally:
+        explorer.close()

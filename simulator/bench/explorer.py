@@ -5,8 +5,11 @@ algorithm on its real Lua script, 6 clients of five kinds, 60 simulated seconds,
 10 s, fakeredis). Four waits, each timed from the change to the new figure, summary and server
 state being in their widgets (what a reader waits for, the debounce included):
 
-- **redraw after a new value**: the limit moved one step at a time to values not run before
-  (every algorithm decides every request again); goal: a median of at most 0.25 s;
+- **redraw after a new value**: the limit moved one step at a time to values not run before,
+  first with nothing run ahead (every algorithm decides every request again), then as the
+  explorer runs (the limit's neighbours run into the cache while a figure is read, stopped by the
+  next change: what they finished is kept), right after each redraw and at a reader's pace
+  (a change :data:`READ_S` seconds after the last redraw); goal: a median of at most 0.25 s;
 - **redraw of a value seen before**: the limit moved back over those values (from the cache);
 - **a step of the time bar**: one request on, with the server's keys read before and after it;
   goal: at most 0.1 s;
@@ -27,6 +30,9 @@ __all__ = ["bench_explorer"]
 
 CHANGES = 15
 STEPS = 20
+PACED = 8
+#: Seconds a reader looks at a figure before the next change, in the paced measurement.
+READ_S = 1.5
 
 
 def _load() -> str:
@@ -53,6 +59,26 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
     from simulator.explore.presets import PRESETS, SAMPLE_TRACE
     from simulator.explore.settings import Settings
 
+    cold = Explorer(look_ahead=False)
+    try:
+        cold.refresh()
+        base = cold.controls.limit.value
+        seconds = []
+        for i in range(CHANGES):
+            drawn = cold.drawn
+            start = time.perf_counter()
+            cold.controls.limit.value = base + 1 + i
+            if not cold.wait(drawn + 1, timeout=300):
+                raise RuntimeError(f"explorer: no redraw after a change; {cold.status.value}")
+            seconds.append(time.perf_counter() - start)
+        median, _, said = _figures(seconds)
+        out(
+            f"redraw after a new value, nothing run ahead ({CHANGES} changes, every algorithm "
+            f"decides every request again): {said}; {_load()}"
+        )
+    finally:
+        cold.close()
+
     explorer = Explorer()
     try:
         first = explorer.refresh()
@@ -75,7 +101,20 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
 
         fresh = [change(settings.limit + 1 + i) for i in range(CHANGES)]
         median, _, said = _figures(fresh)
-        out(f"redraw after a new value ({CHANGES} changes): {said}; {_verdict(median, 0.25)}")
+        out(
+            f"redraw after a new value, as the explorer runs (the limit's neighbours run ahead "
+            f"while the figure is read; {CHANGES} changes, each right after the last redraw): "
+            f"{said}; {_verdict(median, 0.25)}"
+        )
+        paced = []
+        for i in range(PACED):
+            time.sleep(READ_S)  # the reader looks at the figure before the next change
+            paced.append(change(settings.limit + CHANGES + 1 + i))
+        median, _, said = _figures(paced)
+        out(
+            f"redraw after a new value at a reader's pace (each change {READ_S:g} s after the "
+            f"last redraw; {PACED} changes): {said}; {_verdict(median, 0.25)}"
+        )
         seen = [change(settings.limit + CHANGES - 1 - i) for i in range(CHANGES)]
         out(f"redraw of a value seen before ({CHANGES} changes): {_figures(seen)[2]}")
 

@@ -9,7 +9,9 @@ numbers mean. Right: at the chosen request, what the server held for that client
 after the script ran (:mod:`simulator.explore.steps`), the script's reply, the header fields sent
 and the exact log's count at that instant.
 
-A change of a control marks the figure as stale at once (dimmed, "running") and, after a moment
+While the reader looks at a run, the same settings with the limit one step up and one step down
+run into the cache (stopped by any change or step), so a slider moved by one notch is drawn at
+once. A change of a control marks the figure as stale at once (dimmed, "running") and, after a moment
 (``debounce_s``) for the next change - a slider being dragged sends many - one run starts in a
 worker thread, so the page stays responsive. A run that a newer change overtakes stops at its
 next decision (:class:`~simulator.explore.runs.Cancelled`) and draws nothing. A bad value names
@@ -38,7 +40,7 @@ from simulator.charts.explorer import Rows
 from simulator.explore.controls import Controls
 from simulator.explore.presets import PRESETS, TRY_FIRST
 from simulator.explore.runs import EXACT, Cancelled, Outcome, Runner, summary_line
-from simulator.explore.settings import BACKENDS, Settings, expected_requests
+from simulator.explore.settings import BACKENDS, Settings, expected_requests, with_limit
 from simulator.explore.steps import KeyState, Step, Stepper
 
 __all__ = ["Explorer"]
@@ -68,8 +70,10 @@ class Explorer:
         *,
         debounce_s: float = 0.02,
         progress_from: float = 20_000,
+        look_ahead: bool = True,
     ) -> None:
         self.debounce_s, self.progress_from = debounce_s, progress_from
+        self.look_ahead = look_ahead
         self.controls = Controls(settings or Settings())
         self.runner = Runner(self._backend_for, self._empty)
         self.status = w.HTML("not run yet").add_class("explorer-status")
@@ -257,6 +261,8 @@ class Explorer:
             if self._stale(generation):
                 return None
             self._show(outcome, said)
+            if self.look_ahead:
+                self._pool.submit(self._ahead, settings, generation, self._scrub_generation)
         except Cancelled:
             return None
         except Exception as exc:  # a bad value or an unreadable file: say so, keep the page
@@ -269,6 +275,26 @@ class Explorer:
                 )
             return None
         return outcome
+
+    def _ahead(self, settings: Settings, generation: int, scrub_generation: int) -> None:
+        """While the reader looks, run the limit one step up and down into the cache (a slider
+        moved by one notch is then drawn at once). Any change or step stops it at its next
+        decision; what it finished stays cached."""
+        if settings.backend != "fakeredis" or settings.trace is not None:
+            return
+
+        def stop() -> bool:
+            return self._stale(generation) or scrub_generation != self._scrub_generation
+
+        for limit in (settings.limit + 1, settings.limit - 1):
+            if limit < 1 or stop():
+                return
+            try:
+                self.runner.run(with_limit(settings, limit), stop)
+            except Cancelled:
+                return
+            except Exception:  # a neighbour that cannot run is simply not cached
+                continue
 
     def _run(self, settings: Settings, generation: int) -> tuple[Outcome, list[str]]:
         if settings.trace is not None:

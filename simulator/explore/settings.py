@@ -11,7 +11,7 @@ registry, so an algorithm registered later appears with no edit here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from simulator.algorithms import ALGORITHMS
@@ -28,7 +28,15 @@ from simulator.scenario import (
     check_number,
 )
 
-__all__ = ["Traffic", "Settings", "BACKENDS", "TRACE_FORMATS", "scenario_for", "expected_requests"]
+__all__ = [
+    "Traffic",
+    "Settings",
+    "BACKENDS",
+    "TRACE_FORMATS",
+    "scenario_for",
+    "expected_requests",
+    "with_limit",
+]
 
 #: The backends the explorer offers: the fake server on the virtual clock, and the embedded
 #: Valkey (only for algorithms that take the time from their arguments).
@@ -144,6 +152,23 @@ class Settings:
         """The parameters given for ``algorithm`` that it declares (others are ignored)."""
         declared = {p.name for p in ALGORITHMS[algorithm].params_declared}
         return {k: v for k, v in self.params.get(algorithm, {}).items() if k in declared}
+
+
+def with_limit(settings: Settings, limit: int) -> Settings:
+    """``settings`` at another limit, as the controls would show it: each parameter still at
+    its default (from the limit and the window) takes the new limit's default."""
+    params: dict[str, dict[str, float]] = {}
+    for name, given in settings.params.items():
+        declared = (
+            {p.name: p for p in ALGORITHMS[name].params_declared} if name in ALGORITHMS else {}
+        )
+        moved = dict(given)
+        for param, value in given.items():
+            p = declared.get(param)
+            if p is not None and value == p.default(settings.limit, settings.window_ms):
+                moved[param] = p.default(limit, settings.window_ms)
+        params[name] = moved
+    return replace(settings, limit=limit, params=params)
 
 
 def scenario_for(settings: Settings, algorithm: str) -> Scenario:
