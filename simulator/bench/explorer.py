@@ -139,12 +139,12 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
             explorer.controls.apply(whole)
             start = time.perf_counter()
             outcome = explorer.refresh()
-            seconds = time.perf_counter() - start
+            took = time.perf_counter() - start
             assert outcome is not None, explorer.status.value
-            goal = f"; {_verdict(seconds, 3.0)}" if span_s == 0 else ""
+            goal = f"; {_verdict(took, 3.0)}" if span_s == 0 else ""
             out(
                 f"the sample access log, {label}: {outcome.decisions:,} decisions drawn in "
-                f"{seconds:.2f} s{goal}"
+                f"{took:.2f} s{goal}"
             )
         out(f"after: {_load()}")
     finally:
