@@ -162,7 +162,9 @@ class Controls:
             layout=_ROW,
         )
         self.trace_from_s = number(s.trace_from_s, "from (s in)")
-        self.trace_span_s = number(s.trace_span_s, "span (s, 0: all)")
+        # A trace is explored a slice at a time: ten minutes unless the settings say otherwise.
+        span_s = s.trace_span_s if s.trace is not None else 600.0
+        self.trace_span_s = number(span_s, "span (s, 0: all)")
         self.trace_format = w.Dropdown(
             options=[(label, name) for name, label in TRACE_FORMATS.items()],
             value=s.trace_format if s.trace else "clf",
