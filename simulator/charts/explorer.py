@@ -217,6 +217,9 @@ class Rows:
                 refused.size = sizes[no]
             row.limit.x, row.limit.y = [0.0, self.x.max], [limit, limit]
             last = i == len(frames) - 1
+            # Only the bottom row carries the axis label: it gets the room for it.
+            row.figure.fig_margin = {**_MARGIN, "bottom": 38 if last else _MARGIN["bottom"]}
+            row.figure.layout.height = f"{self.row_px + (18 if last else 0)}px"
             axis = row.x_axis
             axis.tick_values = ticks
             axis.label = (

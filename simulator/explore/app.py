@@ -1,6 +1,7 @@
 """The explorer: controls at the side, and beside them what the real scripts decided.
 
-The page is three columns sized for a 1280×800 screen. Left: the presets (one click each, the
+The page is three columns sized for a 1280×800 screen (in a narrower notebook column the
+right one wraps under the others). Left: the presets (one click each, the
 boundary burst of the card first, with a "try this first"), and the controls in three tabs.
 Middle: a status line, the time bar (play, step back, step forward, a slider over the requests
 of the client shown), one row per algorithm with each of that client's requests a mark
@@ -133,13 +134,16 @@ class Explorer:
                 legend,
                 self.summary,
             ],
-            layout=w.Layout(flex="1 1 auto", min_width="0"),
+            layout=w.Layout(flex="1 1 420px", min_width="420px"),
         )
         right = w.VBox(
             [w.HTML("<b>What the server holds</b>"), self.state_of, self.state],
             layout=w.Layout(width="300px", min_width="300px"),
         )
-        self.view = w.VBox([w.HTML(_CSS), w.HBox([left, middle, right])])
+        # Three columns on a wide page; in a narrower notebook column the server's state wraps
+        # under the rows (and the rows under the controls), never squeezed.
+        columns = w.HBox([left, middle, right], layout=w.Layout(flex_flow="row wrap"))
+        self.view = w.VBox([w.HTML(_CSS), columns])
         self.view.add_class("explorer")
         self.outcome: Outcome | None = None
         self.drawn = 0
