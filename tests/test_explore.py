@@ -393,3 +393,13 @@ def test_the_limits_next_to_the_one_shown_are_run_ahead_and_a_change_stops_that(
         assert {limit for _, limit in calls} <= {40, 39, 41}
     finally:
         explorer.close()
+
+
+def test_a_users_script_is_stepped_through_by_the_keys_it_wrote(forever):  # noqa: F811
+    from simulator.explore.steps import step_through
+
+    steps = step_through("forever", 2, 10_000, {}, "me", [0, 50_000, 90_000])
+    assert [s.allowed for s in steps] == [True, True, False]
+    (key,) = steps[2].after
+    assert key.key == "rl:forever:{me}" and key.value == "2" and key.pttl_ms == -1
+    assert "Retry-After" not in steps[2].headers  # it never resets: nothing to retry after
