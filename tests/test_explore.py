@@ -9,10 +9,11 @@ import pytest
 from test_registry import forever  # noqa: F401 - the throwaway algorithm's fixture
 
 from simulator.algorithms import ALGORITHMS
+from simulator.checks import ConfigError
+from simulator.engine.run import simulate
+from simulator.engine.scenario import BurstAt, Scenario
 from simulator.explore import Explorer, Runner, Settings, Traffic, scenario_for, summary_line
 from simulator.explore.runs import Cancelled, seams_ms, summarise
-from simulator.model import simulate
-from simulator.scenario import BurstAt, ConfigError, Scenario
 
 LINE = re.compile(
     r"^(\w+): admitted ([\d,]+) of ([\d,]+), most one client got in any window ([\d,]+) "
@@ -300,7 +301,7 @@ def test_a_trace_edited_in_place_is_read_again(tmp_path):
 
 
 def test_a_script_registered_again_under_its_name_runs_again(forever, monkeypatch):  # noqa: F811
-    from simulator import scripts
+    from simulator.algorithms import scripts
 
     runner = Runner()
     settings = Settings(algorithms=("forever",), limit=3, duration_s=20)

@@ -11,21 +11,20 @@ hiredis when it is installed), :func:`read` reads one reply per call and hands b
 as an exception object in its place, so the caller can name the script and keys that failed.
 
 Packing each call on its own costs the client more than the script costs the server. A limiter
-that knows the shape of its calls hands a :class:`Packed` batch instead: its bytes made from a
-template per batch, field by field (:func:`pack_fields`: constant fields written once, the others
-one column each, one join), and its calls made only if someone needs them one by one (a backend
-that runs calls singly, an error message, a script to load again).
+that knows the shape of its calls hands a :class:`~simulator.calls.Batch` instead, described field
+by field; :func:`pack_batch` makes its bytes from one template per batch (:func:`pack_fields`:
+constant fields written once, the others one column each, one join).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Sequence
+from typing import Any
 
 import redis
 from redis._parsers.base import BaseParser
 
-from simulator.scripts import Script
+from simulator.calls import Batch, Call
 
 hiredis: Any
 _pack_command: Any
@@ -36,50 +35,7 @@ except ImportError:  # pragma: no cover - hiredis is a declared dependency
     hiredis = None
     _pack_command = None
 
-__all__ = ["Call", "Packed", "pack_fields", "pack", "send", "read", "Replies"]
-
-Call = tuple[Script, Sequence[str], Sequence[Any]]
-
-
-class Packed(Sequence[Call]):
-    """Some script calls as one block of ``EVALSHA`` bytes; as calls, made when first asked for.
-
-    ``to_bytes()`` and ``to_calls()`` must describe the same calls (a test holds every built-in
-    limiter to it); each is made once at most.
-    """
-
-    __slots__ = ("n", "_to_bytes", "_to_calls", "_data", "_calls")
-
-    def __init__(
-        self, n: int, to_bytes: Callable[[], bytes], to_calls: Callable[[], list[Call]]
-    ) -> None:
-        self.n, self._to_bytes, self._to_calls = n, to_bytes, to_calls
-        self._data: bytes | None = None
-        self._calls: list[Call] | None = None
-
-    @property
-    def data(self) -> bytes:
-        if self._data is None:
-            self._data = self._to_bytes()
-        return self._data
-
-    def calls(self) -> list[Call]:
-        if self._calls is None:
-            self._calls = self._to_calls()
-        return self._calls
-
-    def __len__(self) -> int:
-        return self.n
-
-    @overload
-    def __getitem__(self, i: int) -> Call: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[Call]: ...
-    def __getitem__(self, i: int | slice) -> Call | Sequence[Call]:
-        return self.calls()[i]
-
-    def __iter__(self) -> Iterator[Call]:
-        return iter(self.calls())
+__all__ = ["pack_fields", "pack_batch", "pack", "send", "read", "Replies"]
 
 
 def _bulk(field: object) -> str:
@@ -113,10 +69,16 @@ def pack_fields(sha: str, numkeys: int, fields: Sequence[str | list[str]]) -> by
     return text.encode("ascii")
 
 
+def pack_batch(batch: Batch) -> bytes:
+    """The bytes of a :class:`~simulator.calls.Batch`, packed from its fields' template."""
+    numkeys, fields = batch.fields()
+    return pack_fields(batch.script.sha, numkeys, fields)
+
+
 def pack(conn: Any, calls: Sequence[Call]) -> list[bytes]:
     """The bytes of one ``EVALSHA`` per call, ready for ``send_packed_command``."""
-    if isinstance(calls, Packed):
-        return [calls.data]
+    if isinstance(calls, Batch):
+        return [pack_batch(calls)]
     if _pack_command is not None:
         packed = [_pack_command(("EVALSHA", s.sha, len(k), *k, *a)) for s, k, a in calls]
         return [b"".join(packed)]

@@ -18,9 +18,9 @@ import ipywidgets as w
 
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import own_params
+from simulator.checks import ConfigError
 from simulator.explore.presets import SAMPLE_TRACE
 from simulator.explore.settings import BACKENDS, TRACE_FORMATS, Settings, Traffic
-from simulator.scenario import ConfigError
 
 __all__ = ["Controls", "SAMPLE_TRACE", "WINDOWS_S"]
 

@@ -1,12 +1,12 @@
 """The explorer's runs: each algorithm's decision log for the settings, and what it says in one line.
 
 A control change asks for a new run. Each algorithm's log is the real Lua script deciding the
-requests on the chosen backend (:func:`simulator.model.simulate` for a traffic mix,
-:func:`simulator.playback.replay` for a trace file, or the chosen span of it), kept in a small
-cache so that a change that touches one algorithm (its own parameter) or none (the client shown)
-runs only what changed. The cache is keyed on what decides a log: the settings that reach the
-algorithm, the script's source (a script registered again under the same name runs again), and
-a trace file's contents (a file edited in place is read again). A run can be cancelled: the
+requests on the chosen backend (:func:`simulator.engine.run.simulate` for a traffic mix,
+:func:`simulator.playback.run.replay` for a trace file, or the chosen span of it), kept in a
+small cache so that a change that touches one algorithm (its own parameter) or none (the client
+shown) runs only what changed. The cache is keyed on what decides a log: the settings that reach
+the algorithm, the script's source (a script registered again under the same name runs again),
+and a trace file's contents (a file edited in place is read again). A run can be cancelled: the
 caller's ``cancelled()`` is asked between decisions and a stale run stops there with
 :class:`Cancelled`.
 
@@ -31,15 +31,16 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.scripts import load
 from simulator.backends import Backend, FakeRedisBackend
+from simulator.checks import ConfigError
+from simulator.engine.model import Row
+from simulator.engine.run import simulate
 from simulator.explore.settings import TRACE_FORMATS, Settings, scenario_for
 from simulator.fastref import decide_bulk
 from simulator.metrics import rolling_admitted
-from simulator.model import Row, simulate
-from simulator.playback import replay
-from simulator.scenario import ConfigError
-from simulator.scripts import load
-from simulator.traces import TraceError, read_trace
+from simulator.playback.run import replay
+from simulator.playback.traces import TraceError, read_trace
 
 __all__ = [
     "Cancelled",

@@ -1,28 +1,22 @@
 """The Lua scripts, loaded once from package data.
 
 Each file under ``simulator/algorithms/lua/`` is one script with its contract in a header
-comment. A :class:`Script` carries the source and its SHA1 so a backend can send ``EVALSHA`` and
-fall back to loading the script once when the server has not seen it yet. A script that is not
-shipped with the package (a test's, a user's) is made known with :func:`add`.
+comment, read into a :class:`~simulator.calls.Script` (source and SHA1). A script that is not
+shipped with the package (a test's, a user's) is made known with :func:`add`. The backends never
+load scripts by name: a run hands them the scripts it will call (``Backend.preload``), and a
+script a server has not seen is loaded from the :class:`~simulator.calls.Script` itself.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["Script", "load", "add"]
+from simulator.calls import Script, script
+
+__all__ = ["load", "add"]
 
 _ADDED: dict[str, str] = {}
-
-
-@dataclass(frozen=True)
-class Script:
-    name: str
-    source: str
-    sha: str
 
 
 def add(name: str, source: str) -> Script:
@@ -42,4 +36,4 @@ def load(name: str) -> Script:
         if not path.is_file():
             raise KeyError(f"unknown script {name!r}: no {name}.lua under simulator/algorithms/lua")
         source = path.read_text("utf-8")
-    return Script(name, source, hashlib.sha1(source.encode("utf-8")).hexdigest())
+    return script(name, source)
