@@ -404,3 +404,15 @@ def test_a_users_script_is_stepped_through_by_the_keys_it_wrote(forever):  # noq
     (key,) = steps[2].after
     assert key.key == "rl:forever:{me}" and key.value == "2" and key.pttl_ms == -1
     assert "Retry-After" not in steps[2].headers  # it never resets: nothing to retry after
+
+
+def test_steps_as_a_table_name_the_keys_their_values_and_ttls():
+    from simulator.explore.steps import step_through, steps_frame
+
+    steps = step_through("fixed_window", 2, 60_000, {}, "user", [59_000, 59_001, 61_000])
+    table = steps_frame(steps)
+    assert table.index.tolist() == [1, 2, 3]
+    assert table["decided"].tolist() == ["admitted", "admitted", "admitted"]
+    assert table["exact log"].tolist() == ["admits", "admits", "refuses"]
+    assert table.loc[3, "keys before"] == "rl:fw:{user}:0 = 2 (PTTL 58,000 ms)"
+    assert table.loc[3, "keys after"].endswith("rl:fw:{user}:1 = 1 (PTTL 60,000 ms)")

@@ -27,7 +27,16 @@ from simulator.backends import FakeRedisBackend
 from simulator.fastref import decide_bulk
 from simulator.headers import http_headers
 
-__all__ = ["KeyState", "Step", "Stepper", "step_through", "read_keys", "MEMBERS_SHOWN"]
+__all__ = [
+    "KeyState",
+    "Step",
+    "Stepper",
+    "step_through",
+    "read_keys",
+    "keys_text",
+    "steps_frame",
+    "MEMBERS_SHOWN",
+]
 
 #: Members of a sorted set or list shown per key (the rest counted, not listed).
 MEMBERS_SHOWN = 4
@@ -216,3 +225,42 @@ def step_through(
         return [stepper[i] for i in range(len(stepper))]
     finally:
         stepper.close()
+
+
+def keys_text(states: Sequence[KeyState]) -> str:
+    """The keys as one line each: ``key = value (PTTL n ms)``; a sorted set as its size and
+    first members with their scores, a hash as its fields."""
+    lines = []
+    for k in states:
+        if k.type == "zset":
+            members = ", ".join(f"{m}@{score}" for m, score in k.value)
+            more = " …" if k.size > len(k.value) else ""
+            value = f"{k.size} members [{members}{more}]"
+        elif k.type == "hash":
+            value = "{" + ", ".join(f"{f}: {v}" for f, v in k.value.items()) + "}"
+        elif isinstance(k.value, list):
+            value = f"{k.size} items {k.value}"
+        else:
+            value = str(k.value)
+        ttl = "no TTL" if k.pttl_ms < 0 else f"PTTL {k.pttl_ms:,} ms"
+        lines.append(f"{k.key} = {value} ({ttl})")
+    return "; ".join(lines) or "(none)"
+
+
+def steps_frame(steps: Sequence[Step]) -> pd.DataFrame:
+    """Steps as a table, one row per request (numbered from 1): its time, what was decided and
+    what the exact log decides, the keys before and after, the script's reply and the header
+    fields ``RateLimit`` and ``Retry-After``."""
+    return pd.DataFrame(
+        {
+            "t_ms": [s.t_ms for s in steps],
+            "decided": ["admitted" if s.allowed else "refused" for s in steps],
+            "exact log": ["admits" if s.exact_allowed else "refuses" for s in steps],
+            "keys before": [keys_text(s.before) for s in steps],
+            "reply": [list(s.reply) for s in steps],
+            "keys after": [keys_text(s.after) for s in steps],
+            "RateLimit": [s.headers.get("RateLimit", "") for s in steps],
+            "Retry-After": [s.headers.get("Retry-After", "") for s in steps],
+        },
+        index=pd.Index([s.index + 1 for s in steps], name="request"),
+    )
