@@ -157,7 +157,7 @@ def _summary(page: Page, scroll: str | None = None) -> str:
                 f"for (const e of document.querySelectorAll('{scroll}')) e.scrollTop = 1e9"
             )
         found = page.locator(".explorer-summary")
-        if found.count() and "admitted" in found.first.inner_text():
+        if found.count() and LINE.search(found.first.inner_text()):
             return found.first.inner_text()
         page.wait_for_timeout(500)
     raise AssertionError("the explorer's summary never appeared")
@@ -196,8 +196,9 @@ def _no_errors(page: Page) -> None:
 
 def _explore(page: Page, scroll: str | None) -> None:
     """Read, move the limit 10 -> 15, read again: a higher limit admits at least as many."""
-    before = _admitted(_summary(page, scroll))
-    assert before, "no summary line per algorithm"
+    text = _summary(page, scroll)
+    before = _admitted(text)
+    assert before, f"no summary line per algorithm: {text!r}"
     _move_limit(page, 5)
     after = _admitted(_run_after(page, 2, 15))
     assert after.keys() == before.keys()
