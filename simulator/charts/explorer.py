@@ -162,7 +162,7 @@ class Rows:
             marks=[band, limit, rule, admitted, refused],
             axes=[x_axis, y_axis],
             title=LABELS[algorithm],
-            title_style={"font-size": "11px", "fill": colour, "font-weight": "bold"},
+            title_style={"font-size": "10.5px", "fill": colour, "font-weight": "bold"},
             fig_margin=dict(_MARGIN),
             animation_duration=0,
             layout=w.Layout(height=f"{self.row_px}px", width="100%"),
@@ -181,8 +181,10 @@ class Rows:
         client: str | None,
         origin_ms: int = 0,
         span_ms: int | None = None,
+        notes: Mapping[str, str] | None = None,
     ) -> dict[str, Marks]:
-        """One row per algorithm of ``frames`` with ``client``'s requests as marks."""
+        """One row per algorithm of ``frames`` with ``client``'s requests as marks; a row's
+        title is the algorithm's label and its ``notes`` (its numbers), if any."""
         self.window_ms, self.origin_ms = window_ms, origin_ms
         if span_ms is None:
             span_ms = max(
@@ -197,6 +199,8 @@ class Rows:
         names = tuple(frames)
         for i, (algorithm, frame) in enumerate(frames.items()):
             row = self._row(algorithm)
+            note = (notes or {}).get(algorithm)
+            row.figure.title = f"{LABELS[algorithm]}: {note}" if note else LABELS[algorithm]
             m = marks_of(frame, client, window_ms, origin_ms)
             drawn[algorithm] = m
             row.marks = m

@@ -40,7 +40,7 @@ from simulator.backends import Backend, FakeRedisBackend
 from simulator.charts.explorer import Rows
 from simulator.explore.controls import Controls
 from simulator.explore.presets import PRESETS, TRY_FIRST
-from simulator.explore.runs import EXACT, Cancelled, Outcome, Runner, summary_line
+from simulator.explore.runs import EXACT, Cancelled, Outcome, Runner, Summary, summary_line
 from simulator.explore.settings import BACKENDS, Settings, expected_requests, with_limit
 from simulator.explore.steps import KeyState, Step, Stepper
 
@@ -343,7 +343,10 @@ class Explorer:
             self._quiet = False
         self._client = client
         span_ms = None if s.trace is not None else round(s.duration_s * 1000)
-        self.rows.show(outcome.frames, s.limit, s.window_ms, client, outcome.origin_ms, span_ms)
+        notes = {a: _row_note(x) for a, x in outcome.summaries.items()}
+        self.rows.show(
+            outcome.frames, s.limit, s.window_ms, client, outcome.origin_ms, span_ms, notes
+        )
         self.summary.value = _summary_html(outcome)
         self.progress.layout.visibility = "hidden"
         for stepper in self._steppers.values():
@@ -488,6 +491,11 @@ def _default_client(clients: list[str]) -> str | None:
     """The client shown first: a bursting one if there is one (the seam shows), else the busiest."""
     bursting = [c for c in clients if c.startswith("bursts-")]
     return sorted(bursting)[0] if bursting else (clients[0] if clients else None)
+
+
+def _row_note(s: Summary) -> str:
+    """A row's numbers, beside its marks (all clients; the summary lines say the same)."""
+    return f"admitted {s.admitted:,} of {s.requests:,}, most in a window {s.most_in_window:,} ({s.ratio:.2f}×)"
 
 
 def _summary_html(outcome: Outcome) -> str:
