@@ -417,3 +417,48 @@ def test_steps_as_a_table_name_the_keys_their_values_and_ttls():
     assert table["exact log"].tolist() == ["admits", "admits", "refuses"]
     assert table.loc[3, "keys before"] == "rl:fw:{user}:0 = 2 (PTTL 58,000 ms)"
     assert table.loc[3, "keys after"].endswith("rl:fw:{user}:1 = 1 (PTTL 60,000 ms)")
+
+
+# -- the fake server without the wire ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+def test_the_direct_fake_server_replies_as_the_fake_server_does(algorithm):
+    import numpy as np
+
+    from simulator.backends import FakeRedisBackend
+    from simulator.backends.direct import DirectFakeBackend
+
+    rng = np.random.default_rng(7)
+    t_ms = np.cumsum(rng.integers(0, 900, 400)).tolist()
+    replies = []
+    for cls in (FakeRedisBackend, DirectFakeBackend):
+        now = [0]
+        backend = cls(lambda now=now: now[0])
+        limiter = ALGORITHMS[algorithm](backend, 7, 5_000)
+        got = []
+        for i, t in enumerate(t_ms):
+            now[0] = t
+            got.append(backend.call(*limiter.call(f"c{i % 3}", t, 1 + i % 2)))
+        keys = sorted(backend.client.scan_iter())
+        got.append([(k, backend.client.pttl(k)) for k in keys])
+        replies.append(got)
+        backend.close()
+    assert replies[0] == replies[1]
+
+
+def test_the_direct_fake_server_raises_what_a_script_error_raises():
+    import hashlib
+
+    from simulator.backends import FakeRedisBackend, ScriptError
+    from simulator.backends.direct import DirectFakeBackend
+    from simulator.calls import Script
+
+    source = "return redis.call('INCRBY', KEYS[1], 'many')"
+    bad = Script("bad", source, hashlib.sha1(source.encode()).hexdigest())
+    messages = []
+    for cls in (FakeRedisBackend, DirectFakeBackend):
+        with pytest.raises(ScriptError) as caught:
+            cls().call(bad, ["k"], [])
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1] and "script bad failed on keys ['k']" in messages[0]

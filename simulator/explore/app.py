@@ -36,7 +36,8 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 
-from simulator.backends import Backend, FakeRedisBackend
+from simulator.backends import Backend
+from simulator.backends.direct import DirectFakeBackend
 from simulator.charts.explorer import Rows
 from simulator.explore.controls import Controls
 from simulator.explore.presets import PRESETS, TRY_FIRST
@@ -169,7 +170,7 @@ class Explorer:
     # -- backends ---------------------------------------------------------------------------
     def _backend_for(self, name: str) -> Backend:
         if name == "fakeredis":
-            return FakeRedisBackend()
+            return DirectFakeBackend()
         if self._valkey is None:  # started in the worker thread, which lives as long as we do
             from simulator.backends.specs import make_backend
 

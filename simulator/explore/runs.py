@@ -32,7 +32,8 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.scripts import load
-from simulator.backends import Backend, FakeRedisBackend
+from simulator.backends import Backend
+from simulator.backends.direct import DirectFakeBackend
 from simulator.checks import ConfigError
 from simulator.engine.model import Row
 from simulator.engine.run import simulate
@@ -154,7 +155,7 @@ class Runner:
         reset: Callable[[Backend], None] | None = None,
         cache_size: int = 240,
     ) -> None:
-        self._backend_for = backend_for or (lambda name: FakeRedisBackend())
+        self._backend_for = backend_for or (lambda name: DirectFakeBackend())
         self._reset = reset
         self._cache: OrderedDict[Hashable, pd.DataFrame] = OrderedDict()
         self._cache_size = cache_size

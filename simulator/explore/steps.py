@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
-from simulator.backends import FakeRedisBackend
+from simulator.backends.direct import DirectFakeBackend
 from simulator.fastref import decide_bulk
 from simulator.headers import http_headers
 
@@ -80,7 +80,7 @@ def _number(score: float) -> int | float:
     return int(score) if float(score).is_integer() else float(score)
 
 
-def read_keys(backend: FakeRedisBackend) -> tuple[KeyState, ...]:
+def read_keys(backend: DirectFakeBackend) -> tuple[KeyState, ...]:
     """Every key the server holds now, sorted by name (on a fresh server: one client's keys)."""
     backend.clock.activate()  # PTTL is read on the virtual clock
     client = backend.client
@@ -142,7 +142,7 @@ class Stepper:
         self.costs = [1] * len(self.times) if costs is None else [int(c) for c in costs]
         self.allowed = None if allowed is None else [bool(a) for a in allowed]
         self._now = 0.0
-        self.backend = FakeRedisBackend(lambda: self._now)
+        self.backend = DirectFakeBackend(lambda: self._now)
         self.limiter = ALGORITHMS[algorithm](self.backend, limit, window_ms, **params)
         exact = decide_bulk(
             "sliding_log",
