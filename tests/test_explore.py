@@ -283,6 +283,15 @@ def test_errors_name_the_control_in_its_units_and_leave_the_figure_stale(tmp_pat
         assert "hunter2" not in said and "line 1" in said, said
         said = _error_of(explorer, lambda: setattr(c.trace, "value", str(tmp_path / "none.csv")))
         assert "cannot read" in said, said
+
+        def flood() -> None:  # several controls at once, the last one runs
+            explorer._quiet = True
+            c.source.value, c.duration_s.value, c.poisson.value = "traffic mix", 3600, 20
+            explorer._quiet = False
+            c.poisson_rate.value = 20.0
+
+        said = _error_of(explorer, flood)
+        assert "requests for each algorithm, at most 500,000" in said, said
     finally:
         explorer.close()
 

@@ -20,10 +20,18 @@ from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import own_params
 from simulator.checks import ConfigError
 from simulator.explore.presets import SAMPLE_TRACE
-from simulator.explore.settings import BACKENDS, TRACE_FORMATS, Settings, Traffic
+from simulator.explore.settings import (
+    BACKENDS,
+    TRACE_FORMATS,
+    Settings,
+    Traffic,
+    expected_requests,
+)
 
 __all__ = ["Controls", "SAMPLE_TRACE", "WINDOWS_S"]
 
+#: The most requests a traffic mix may send each algorithm (a run of a few minutes at most).
+MOST_REQUESTS = 500_000
 #: Window lengths the window slider offers (seconds).
 WINDOWS_S = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 3600.0)
 
@@ -333,7 +341,7 @@ class Controls:
             except ConfigError as exc:
                 raise ConfigError(self._named(str(exc))) from None
         from_trace = self.source.value == "trace file"
-        return Settings(
+        settings = Settings(
             algorithms=tuple(self.algorithms.value),
             limit=limit,
             window_s=self.window_s.value,
@@ -347,6 +355,12 @@ class Controls:
             trace_span_s=self.trace_span_s.value,
             backend=self.backend.value,
         )
+        if not from_trace and (n := expected_requests(settings)) > MOST_REQUESTS:
+            raise ConfigError(
+                f"traffic: about {n:,.0f} requests for each algorithm, at most "
+                f"{MOST_REQUESTS:,} here (shorten the duration (s) or lower the clients or rates)"
+            )
+        return settings
 
     def _named(self, message: str) -> str:
         """A validator's message with the control's name and unit as the page shows them."""
