@@ -471,3 +471,12 @@ def test_the_direct_fake_server_raises_what_a_script_error_raises():
             cls().call(bad, ["k"], [])
         messages.append(str(caught.value))
     assert messages[0] == messages[1] and "script bad failed on keys ['k']" in messages[0]
+
+
+def test_a_trace_span_too_long_to_explore_is_refused_naming_the_span(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("t_ms,client\n" + "".join(f"{i},a\n" for i in range(50)))
+    runner = Runner(most_requests=40)
+    with pytest.raises(ConfigError, match=r"50 requests in the span, at most 40"):
+        runner.run(Settings(trace=str(trace)))
+    assert runner.run(Settings(trace=str(trace), trace_span_s=0.03)).decisions == 30 * 6

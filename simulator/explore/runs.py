@@ -154,7 +154,9 @@ class Runner:
         backend_for: Callable[[str], Backend] | None = None,
         reset: Callable[[Backend], None] | None = None,
         cache_size: int = 240,
+        most_requests: int = 500_000,
     ) -> None:
+        self.most_requests = most_requests
         self._backend_for = backend_for or (lambda name: DirectFakeBackend())
         self._reset = reset
         self._cache: OrderedDict[Hashable, pd.DataFrame] = OrderedDict()
@@ -198,6 +200,11 @@ class Runner:
         if settings.trace is not None:
             digest, whole = self._trace(settings.trace, settings.trace_format)
             trace = span_of(whole, settings.trace_from_s, settings.trace_span_s)
+            if len(trace) > self.most_requests:
+                raise ConfigError(
+                    f"trace file: {len(trace):,} requests in the span, at most "
+                    f"{self.most_requests:,} here (choose a shorter span (s))"
+                )
         origin_ms = int(trace["t_ms"].min()) if trace is not None and len(trace) else 0
         frames: dict[str, pd.DataFrame] = {}
         skipped: dict[str, str] = {}
