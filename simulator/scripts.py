@@ -4,6 +4,10 @@ Each file under ``simulator/algorithms/lua/`` is one script with its contract in
 comment. A :class:`Script` carries the source and its SHA1 so a backend can send ``EVALSHA`` and
 fall back to loading the script once when the server has not seen it yet. A script that is not
 shipped with the package (a test's, a user's) is made known with :func:`add`.
+
+An algorithm whose call is one of the server's own commands (Redis 8.8's ``INCREX``) rather than a
+script has a :func:`native` one in its place: its ``command`` names the verb, the backend sends
+``VERB *keys *args`` instead of ``EVALSHA``, and there is nothing to load.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["Script", "load", "add"]
+__all__ = ["Script", "load", "add", "native"]
 
 _ADDED: dict[str, str] = {}
 
@@ -23,6 +27,15 @@ class Script:
     name: str
     source: str
     sha: str
+    #: The server command sent in place of ``EVALSHA`` ("" for a Lua script; see :func:`native`).
+    command: str = ""
+
+
+@cache
+def native(command: str) -> Script:
+    """The server's own ``command`` (e.g. ``INCREX``) standing where a script would: a call is
+    ``command *keys *args``; no source, nothing to load."""
+    return Script(command.lower(), "", "", command.upper())
 
 
 def add(name: str, source: str) -> Script:

@@ -24,7 +24,7 @@ from simulator.backends.wire import Call, Packed, pack_fields
 from simulator.keys import hash_tag
 from simulator.records import Decision, DecisionColumns
 from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int, check_number
-from simulator.scripts import Script, load
+from simulator.scripts import Script, load, native
 
 __all__ = [
     "BurstLimiter",
@@ -149,7 +149,12 @@ class Limiter:
     #: One colour per algorithm, on every chart.
     colour: ClassVar[str]
     #: Its Lua scripts by file name; the first one decides.
-    scripts: ClassVar[tuple[str, ...]]
+    scripts: ClassVar[tuple[str, ...]] = ()
+    #: For an algorithm whose call is the server's own command instead of a script (Redis
+    #: 8.8's ``INCREX``): those commands, the first one deciding; ``scripts`` is then empty,
+    #: :meth:`call` hands a :func:`~simulator.scripts.native` in place of a script, and a run on
+    #: a server without them says so (:meth:`~simulator.backends.base.Backend.lacks`).
+    commands: ClassVar[tuple[str, ...]] = ()
     #: True when decisions depend on the server's own clock (the key's TTL is the window).
     uses_server_time: ClassVar[bool] = False
     #: The pure-Python twin, request by request.
@@ -171,7 +176,7 @@ class Limiter:
             type(self).__name__, self.params_declared, params, self.limit, self.window_ms
         )
         self.backend = backend
-        self.script: Script = load(self.scripts[0])
+        self.script: Script = load(self.scripts[0]) if self.scripts else native(self.commands[0])
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         raise NotImplementedError

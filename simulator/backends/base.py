@@ -92,8 +92,21 @@ class Backend:
         for name in script_names():
             self.client.script_load(load(name).source)
 
+    def lacks(self, command: str) -> bool:
+        """True when the server has no such command (asked without touching a key: a known
+        command called without arguments answers "wrong number of arguments")."""
+        try:
+            self.client.execute_command(command)
+        except redis.exceptions.ResponseError as exc:
+            return "unknown command" in str(exc).lower()
+        except _SERVER_ERRORS as exc:
+            raise BackendError(f"backend {self.name} failed: {exc}") from exc
+        return False
+
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         try:
+            if script.command:  # the server's own command, no script (see scripts.native)
+                return self.client.execute_command(script.command, *keys, *args)
             return self.client.evalsha(script.sha, len(keys), *keys, *args)
         except redis.exceptions.NoScriptError:
             self.client.script_load(script.source)

@@ -27,7 +27,8 @@ class FakeRedisBackend(Backend):
     def __init__(self, now_ms: Callable[[], float] | None = None) -> None:
         self.clock = VirtualClock(now_ms)
         self.clock.activate()
-        self.server = fakeredis.FakeServer()
+        # Redis 8.8: the version that has INCREX (the increx algorithms' command)
+        self.server = fakeredis.FakeServer(version=(8, 8))
         self.client = fakeredis.FakeRedis(server=self.server)
         self.load_scripts()
 

@@ -118,9 +118,16 @@ def pack(conn: Any, calls: Sequence[Call]) -> list[bytes]:
     if isinstance(calls, Packed):
         return [calls.data]
     if _pack_command is not None:
-        packed = [_pack_command(("EVALSHA", s.sha, len(k), *k, *a)) for s, k, a in calls]
+        packed = [_pack_command(_words(s, k, a)) for s, k, a in calls]
         return [b"".join(packed)]
-    return list(conn.pack_commands([("EVALSHA", s.sha, len(k), *k, *a) for s, k, a in calls]))
+    return list(conn.pack_commands([_words(s, k, a) for s, k, a in calls]))
+
+
+def _words(script: Script, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, ...]:
+    """One call as the words of its command: ``EVALSHA``, or the server's own command."""
+    if script.command:
+        return (script.command, *keys, *args)
+    return ("EVALSHA", script.sha, len(keys), *keys, *args)
 
 
 def send(conn: Any, calls: Sequence[Call]) -> None:

@@ -19,6 +19,7 @@ from simulator.cli.args import (
     params_for,
     positive_int,
     print_time_notes,
+    without_commands,
 )
 from simulator.records import HEADER_STYLES
 
@@ -87,6 +88,9 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             raise UsageError(f"{args.trace}: the trace holds no requests")
         with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
             print_time_notes([args.algorithm], backend)
+            _, lacking = without_commands([args.algorithm], backend)
+            if lacking is not None:
+                raise UsageError(lacking)
             span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
             if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
                 raise UsageError(

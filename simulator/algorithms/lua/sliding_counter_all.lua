@@ -1,0 +1,64 @@
+--[[
+sliding_counter_all: the sliding window counter that counts refused hits too (as Kong's does).
+
+estimate = cur + prev * (window - elapsed) / window, where elapsed is how far (in ms) now is into
+the current grid window. A request of cost c is refused iff estimate + c - 1 >= limit (for c = 1:
+estimate >= limit); admitted or refused, the current window's counter grows by c (expiry 2
+windows, set on its first hit only), so a client that keeps sending above the rate keeps its own
+estimate above the limit: blocked for as long as it sends. A cost above the limit is refused
+uncounted: it could never be admitted.
+
+KEYS[1]  counter of the current grid window,  e.g. rl:sca:{alice}:28000001
+KEYS[2]  counter of the previous grid window, e.g. rl:sca:{alice}:28000000
+ARGV[1]  now_ms     current time, integer milliseconds
+ARGV[2]  window_ms  window length, integer milliseconds (> 0)
+ARGV[3]  limit      requests allowed per window (>= 1)
+ARGV[4]  cost       what this request counts (>= 1; 1 when absent)
+
+Returns {allowed 0|1, estimate, limit, remaining, reset_ms, retry_after_ms}
+  estimate        the estimate compared with the limit, as a string ('%.17g')
+  remaining       requests still admitted right now after this one
+  reset_ms        ms until the current grid window ends
+  retry_after_ms  on a refusal, ms until the estimate (this hit counted) leaves room for this cost
+                  if nothing else arrives (-1: never, the cost exceeds the limit); 0 when allowed
+]]
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4] or '1')
+local elapsed = now % window
+
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local prev = tonumber(redis.call('GET', KEYS[2]) or '0')
+local estimate = cur + prev * (window - elapsed) / window
+local reset = window - elapsed
+
+-- room is what the estimate must stay under for this cost: limit for a single request
+local room = limit - cost + 1
+if cost <= limit and estimate < room then
+  local count = redis.call('INCRBY', KEYS[1], cost)
+  if count == cost then
+    redis.call('PEXPIRE', KEYS[1], 2 * window)
+  end
+  local remaining = math.ceil(limit - (estimate + cost))
+  if remaining < 0 then remaining = 0 end
+  return {1, string.format('%.17g', estimate), limit, remaining, reset, 0}
+end
+
+if cost > limit then
+  return {0, string.format('%.17g', estimate), limit, 0, reset, -1}
+end
+-- refused, and counted all the same
+cur = redis.call('INCRBY', KEYS[1], cost)
+if cur == cost then
+  redis.call('PEXPIRE', KEYS[1], 2 * window)
+end
+local wait
+if cur < room then
+  -- the previous window's share fades: first elapsed e with prev * (window - e) < (room - cur) * window
+  wait = math.floor((window * prev - (room - cur) * window) / prev) + 1 - elapsed
+else
+  -- only the next window helps: there cur becomes prev
+  wait = reset + math.floor((window * cur - room * window) / cur) + 1
+end
+return {0, string.format('%.17g', estimate), limit, 0, reset, wait}
