@@ -25,9 +25,9 @@ import numpy as np
 
 from simulator.algorithms.base import NEVER, Limiter, Reference
 from simulator.algorithms.echomq import bulk as first_hit_bulk
+from simulator.backends.wire import Call, Packed
 from simulator.keys import hash_tag
 from simulator.records import Decision
-from simulator.backends.wire import Call, Packed
 from simulator.scripts import Script, native
 
 __all__ = ["IncrexFirstHit", "IncrexGrid", "IncrexFirstHitRef", "IncrexGridRef"]

@@ -19,8 +19,8 @@ from simulator.cli.args import (
     params_for,
     positive_int,
     print_time_notes,
-    without_commands,
     second_of_run,
+    without_commands,
 )
 
 __all__ = ["register", "cmd_burst"]
