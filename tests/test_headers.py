@@ -75,6 +75,12 @@ CASES = [
         [0, 0, 9999, 10_000],
         [(1, None, None), (0, None, None), (0, 10, "10"), (1, None, None)],
     ),
+    # the long policy (10 per 100 s by default) has room throughout: the short one binds
+    (
+        "multi_policy",
+        [0, 0, 9999, 10_000],
+        [(1, 10, None), (0, 10, None), (0, 1, "1"), (1, 10, None)],
+    ),
 ]
 
 

@@ -20,6 +20,7 @@ from simulator.algorithms.echomq import EchoMQ, EchoMQRef, echomq_keys
 from simulator.algorithms.fixed_window import FixedWindow, FixedWindowRef
 from simulator.algorithms.gcra import GCRA, GCRARef
 from simulator.algorithms.increx import IncrexFirstHit, IncrexFirstHitRef, IncrexGrid, IncrexGridRef
+from simulator.algorithms.multi_policy import MultiPolicy, MultiPolicyRef
 from simulator.algorithms.sliding_counter import SlidingCounter, SlidingCounterRef
 from simulator.algorithms.sliding_counter_all import SlidingCounterAll, SlidingCounterAllRef
 from simulator.algorithms.sliding_log import SlidingLog, SlidingLogRef
@@ -41,6 +42,7 @@ __all__ = [
     "SlidingCounterAll",
     "IncrexFirstHit",
     "IncrexGrid",
+    "MultiPolicy",
     "FixedWindowRef",
     "EchoMQRef",
     "SlidingLogRef",
@@ -50,6 +52,7 @@ __all__ = [
     "SlidingCounterAllRef",
     "IncrexFirstHitRef",
     "IncrexGridRef",
+    "MultiPolicyRef",
     "BulkKernel",
     "echomq_keys",
     "script_names",
@@ -61,7 +64,7 @@ ALGORITHMS: dict[str, type[Limiter]] = {
     cls.name: cls
     for cls in (
         *(FixedWindow, EchoMQ, SlidingLog, SlidingCounter, TokenBucket, GCRA),
-        *(SlidingCounterAll, IncrexFirstHit, IncrexGrid),
+        *(SlidingCounterAll, IncrexFirstHit, IncrexGrid, MultiPolicy),
     )
 }
 
