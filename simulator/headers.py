@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["http_headers", "HEADER_STYLES"]
+__all__ = ["http_headers", "policy_fields", "HEADER_STYLES"]
 
 
 #: Which header fields :func:`http_headers` gives: the IETF draft's, the legacy trio, or both.
@@ -74,3 +74,20 @@ def http_headers(
     if not allowed and retry >= 0:
         headers["Retry-After"] = str(_seconds(retry))
     return headers
+
+
+def policy_fields(row: Any, policies: Any) -> dict[str, str]:
+    """The draft's fields for a decision under several policies at once: every policy in
+    ``RateLimit-Policy`` (``"name";q=Q;w=W``, in the order given), the binding one in
+    ``RateLimit`` and ``Retry-After``. ``policies`` are ``(name, limit, window_ms)``; the binding
+    one is the first whose limit is the decision's."""
+    binding = next((n for n, q, _ in policies if q == int(row.limit)), policies[0][0])
+    own = http_headers(row, "draft", policy=binding)
+    items = ", ".join(
+        '"' + n.replace("\\", "\\\\").replace('"', '\\"') + f'";q={q};w={_seconds(w)}'
+        for n, q, w in policies
+    )
+    out = {"RateLimit-Policy": items, "RateLimit": own["RateLimit"]}
+    if "Retry-After" in own:
+        out["Retry-After"] = own["Retry-After"]
+    return out

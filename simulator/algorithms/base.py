@@ -178,6 +178,14 @@ class Limiter:
         self.backend = backend
         self.script: Script = load(self.scripts[0]) if self.scripts else native(self.commands[0])
 
+    @classmethod
+    def header_policies(
+        cls, limit: int, window_ms: int, params: Mapping[str, float]
+    ) -> tuple[tuple[str, int, int], ...]:
+        """Several policies behind one decision, as ``(name, limit, window_ms)`` for the header
+        fields (:func:`~simulator.headers.policy_fields`); empty (the default) for one policy."""
+        return ()
+
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         raise NotImplementedError
 

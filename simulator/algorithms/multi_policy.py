@@ -14,14 +14,13 @@ policies in ``RateLimit-Policy`` and the binding one in ``RateLimit``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from simulator.algorithms.base import NEVER, Limiter, Param, Reference, cost_field
-from simulator.headers import http_headers
+from simulator.headers import policy_fields
 from simulator.keys import hash_tag
 from simulator.records import Decision
 from simulator.scenario import MAX_WINDOW_MS
@@ -126,6 +125,13 @@ class MultiPolicy(Limiter):
         limits = [str(w), str(self.limit), str(long_w), str(int(self.params["long_limit"]))]
         return 2, [short, long, list(map(str, t_ms)), *limits, cost_field(costs)]
 
+    @classmethod
+    def header_policies(
+        cls, limit: int, window_ms: int, params: Mapping[str, float]
+    ) -> tuple[tuple[str, int, int], ...]:
+        long_limit, long_w = int(params["long_limit"]), int(params["long_window_ms"])
+        return (("short", limit, window_ms), ("long", long_limit, long_w))
+
     def parse(self, reply: Sequence[Any]) -> Decision:  # type: ignore[override]
         allowed, count, limit, remaining, reset_ms, retry_after_ms, _policy = reply
         return Decision(allowed == 1, float(count), limit, remaining, reset_ms, retry_after_ms)
@@ -137,14 +143,7 @@ def policy_headers(
     """The draft's fields for a decision of :class:`MultiPolicy`: both policies in
     ``RateLimit-Policy`` (``"short"`` and ``"long"``), the binding one in ``RateLimit`` (told by
     the decision's limit; the short one when both limits are equal)."""
-    items = [("short", limit, window_ms), ("long", long_limit, long_window_ms)]
-    binding = "short" if int(row.limit) == limit else "long"
-    own = http_headers(row, "draft", policy=binding)
-    policies = ", ".join(f'"{n}";q={q};w={math.ceil(w / 1000)}' for n, q, w in items)
-    out = {"RateLimit-Policy": policies, "RateLimit": own["RateLimit"]}
-    if "Retry-After" in own:
-        out["Retry-After"] = own["Retry-After"]
-    return out
+    return policy_fields(row, (("short", limit, window_ms), ("long", long_limit, long_window_ms)))
 
 
 def naive_decide(

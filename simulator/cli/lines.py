@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.headers import policy_fields
 from simulator.records import Decisions, Row, http_headers
 
 __all__ = ["HEADER", "HEADER_FIELDS", "HeaderColumns"]
@@ -92,10 +93,14 @@ class HeaderColumns:
     policy: str
     window_ms: int
     rate_limit: int
+    #: ``(name, limit, window_ms)`` of each policy when one decision answers for several.
+    policies: tuple[tuple[str, int, int], ...] = ()
 
     def names(self) -> tuple[str, ...]:
         return HEADER_FIELDS[self.style]
 
     def values(self, row: Row) -> tuple[str, ...]:
         fields = http_headers(row[3], self.style, self.window_ms, self.rate_limit, self.policy)
+        if self.policies and self.style != "legacy":
+            fields.update(policy_fields(row[3], self.policies))
         return tuple(fields.get(name, "") for name in self.names())
