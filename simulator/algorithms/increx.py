@@ -106,7 +106,7 @@ class IncrexFirstHit(Limiter):
 
     name = "increx"
     label = "INCREX (first hit, Redis 8.8)"
-    colour = "#8c564b"
+    colour = "#8c6d31"
     commands = ("INCREX", "GET")
     uses_server_time = True  # the window is the counter's TTL
     reference = IncrexFirstHitRef
@@ -160,7 +160,7 @@ class IncrexGrid(IncrexFirstHit):
 
     name = "increx_grid"
     label = "INCREX (clock grid, Redis 8.8)"
-    colour = "#17becf"
+    colour = "#843c39"
     reference = IncrexGridRef
     bulk = staticmethod(grid_bulk)
 

@@ -101,7 +101,7 @@ class MultiPolicy(Limiter):
 
     name = "multi_policy"
     label = "Two limits, all or nothing"
-    colour = "#9467bd"
+    colour = "#7b4173"
     scripts = ("multi_policy",)
     reference = MultiPolicyRef
     bulk = staticmethod(bulk)

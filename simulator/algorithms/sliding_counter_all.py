@@ -80,7 +80,7 @@ class SlidingCounterAll(Limiter):
 
     name = "sliding_counter_all"
     label = "Sliding counter, refusals counted (Kong)"
-    colour = "#bcbd22"
+    colour = "#393b79"
     scripts = ("sliding_counter_all",)
     reference = SlidingCounterAllRef
     bulk = staticmethod(bulk)
