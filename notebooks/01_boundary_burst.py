@@ -38,6 +38,7 @@ from IPython.display import Markdown
 from simulator import metrics
 from simulator.algorithms import ALGORITHMS
 from simulator.charts.burst import boundary_burst_figure
+from simulator.display import compact
 from simulator.model import boundary_burst
 from simulator.records import http_headers
 from simulator.scripts import load
@@ -82,15 +83,25 @@ log = pd.concat(
 )
 summary = metrics.burst_summary(log, WINDOW_MS)
 summary["your guess"] = pd.Series(my_guess)
-summary
+compact(summary, 2, trim=True)
 
 # %% [markdown]
-# Each row of the log carries what a server would put in its response headers:
+# Each row of the log carries what a server would put in its response headers. Below is each
+# limiter's request number `LIMIT + 1` (`.nth(LIMIT)` counts from 0): the first request of the
+# second burst, the first one past the limit, where the limiters part ways. `count` is what the
+# script compared with the limit: a counter's value for the windows, the entries in the window for
+# the log, the estimate (a fraction) for the sliding counter, the tokens left for the buckets.
 
 # %%
-log.groupby("algorithm").nth(LIMIT)[
-    ["algorithm", "t_ms", "allowed", "count", "remaining", "reset_ms", "retry_after_ms"]
-]
+compact(
+    log.groupby("algorithm")
+    .nth(LIMIT)[
+        ["algorithm", "t_ms", "allowed", "count", "remaining", "reset_ms", "retry_after_ms"]
+    ]
+    .set_index("algorithm"),
+    3,
+    trim=True,
+)
 
 # %%
 first_refusals = log[~log["allowed"]].groupby("algorithm").head(1)
@@ -134,7 +145,7 @@ Markdown(
 
 # %%
 echo = log[(log["algorithm"] == "echomq") & ~log["allowed"]]
-echo[["t_ms", "count", "retry_after_ms"]].head(3)
+compact(echo[["t_ms", "count", "retry_after_ms"]].head(3), trim=True)
 
 # %%
 print(load("echomq_admit").source.split("]]")[0])
@@ -178,7 +189,7 @@ Markdown(
 
 # %%
 sc = log[(log["algorithm"] == "sliding_counter") & (log["t_ms"] == round(SECOND_S * 1000))]
-sc[["t_ms", "allowed", "count"]].head(4)
+compact(sc[["t_ms", "allowed", "count"]].head(4), 3, trim=True)
 
 # %%
 estimates = sc["count"].tolist()
@@ -234,5 +245,7 @@ Markdown(
 
 # %%
 inside = (WINDOW_S + 1, 2 * WINDOW_S - 1)  # both bursts inside one grid window
-both = pd.concat([boundary_burst(a, LIMIT, WINDOW_S, *inside) for a in ALGORITHMS], ignore_index=True)
-metrics.burst_summary(both, WINDOW_MS)[["requests", "admitted", "max_in_window"]]
+both = pd.concat(
+    [boundary_burst(a, LIMIT, WINDOW_S, *inside) for a in ALGORITHMS], ignore_index=True
+)
+compact(metrics.burst_summary(both, WINDOW_MS)[["requests", "admitted", "max_in_window"]])

@@ -68,7 +68,7 @@ pd.set_option("display.max_columns", 20)
 
 # %%
 board = memory_tables.whiteboard(limit=100)
-board.assign(whiteboard_total_gb=board["whiteboard_total_bytes"] / 1e9)
+compact(board.assign(whiteboard_total_gb=board["whiteboard_total_bytes"] / 1e9), 2)
 
 # %% [markdown]
 # ## The measured truth
@@ -102,21 +102,19 @@ print(
     f"server: {first['server']} {first['server_version']}, measured {first['date']}; "
     f"method: {first['method']}"
 )
-per_user[
-    [
-        "algorithm",
-        "state",
-        "limit",
-        "id_format",
-        "memory_usage_bytes_per_user",
-        "bytes_per_user_used_memory",
-        "fit_stderr_bytes_per_user",
-        "users_measured",
-        "total_at_5m_bytes",
-        "total_at_5m_source",
-        "encoding",
-    ]
-]
+layout = ["algorithm", "state", "limit", "id_format"]
+compact(
+    per_user.assign(total_at_5m_gb=per_user["total_at_5m_bytes"] / 1e9).set_index(layout)[
+        [
+            "memory_usage_bytes_per_user",
+            "bytes_per_user_used_memory",
+            "total_at_5m_gb",
+            "total_at_5m_source",
+            "encoding",
+        ]
+    ],
+    2,
+)
 
 # %% [markdown]
 # The whiteboard beside the server, for 100 requests per minute (steady state; the worst moment is
@@ -152,22 +150,28 @@ charts_memory.per_user_figure(per_user)
 # same count (the `scripts` and `clones` columns), which checks that cloning is faithful.
 
 # %%
-per_user[
-    [
-        "algorithm",
-        "state",
-        "limit",
-        "id_format",
-        "users_scripts",
-        "bytes_per_user_scripts",
-        "bytes_per_user_clones_same_users",
-        "users_measured",
-        "fit_stderr_bytes_per_user",
-        "fit_max_residual_bytes",
-        "total_at_5m_error_bytes",
-        "total_at_5m_source",
+compact(
+    per_user.assign(total_at_5m_error_gb=per_user["total_at_5m_error_bytes"] / 1e9)
+    .set_index(layout)[
+        [
+            "users_scripts",
+            "bytes_per_user_scripts",
+            "bytes_per_user_clones_same_users",
+            "users_measured",
+            "fit_stderr_bytes_per_user",
+            "fit_max_residual_bytes",
+            "total_at_5m_error_gb",
+        ]
     ]
-]
+    .rename(
+        columns={
+            "bytes_per_user_scripts": "scripts bytes_per_user",
+            "bytes_per_user_clones_same_users": "clones bytes_per_user",
+            "fit_stderr_bytes_per_user": "± bytes_per_user",
+        }
+    ),
+    3,
+)
 
 # %% [markdown]
 # ## The encoding cliff
@@ -178,7 +182,9 @@ per_user[
 # At 100 requests per minute the log sits just below the cliff; a limit of 129 would not.
 
 # %%
-encoding[["entries", "encoding", "user_bytes", "bytes_per_entry", "server_us_per_decision"]]
+compact(
+    encoding[["entries", "encoding", "user_bytes", "bytes_per_entry", "server_us_per_decision"]], 1
+)
 
 # %%
 charts_memory.encoding_cliff_figure(encoding)
@@ -193,19 +199,20 @@ charts_memory.encoding_cliff_figure(encoding)
 # has to be moved whole when a cluster slot migrates, and freed whole when it expires.
 
 # %%
-bigkey[
-    [
-        "algorithm",
-        "limit",
-        "entries",
-        "encoding",
-        "user_bytes",
-        "server_us_per_decision",
-        "wall_us_p50",
-        "wall_us_p99",
-        "server_us_after_pause",
-    ]
-]
+compact(
+    bigkey.set_index(["algorithm", "limit"])[
+        [
+            "entries",
+            "encoding",
+            "user_bytes",
+            "server_us_per_decision",
+            "wall_us_p50",
+            "wall_us_p99",
+            "server_us_after_pause",
+        ]
+    ],
+    1,
+)
 
 # %%
 charts_memory.bigkey_figure(bigkey)
@@ -254,7 +261,7 @@ at_10k = (
         ["user_bytes", "server_us_per_decision", "server_us_after_pause"]
     ]
 )
-at_10k
+compact(at_10k, 1)
 
 # %%
 smallest = at_10k["user_bytes"].drop("sliding_log").min()

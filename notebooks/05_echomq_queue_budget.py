@@ -44,6 +44,7 @@ from dataclasses import replace
 import pandas as pd
 
 from simulator.charts import queue as charts_queue
+from simulator.display import compact
 from simulator.studies import queue_studies, telemetry
 from simulator.studies.queue_budget import run
 
@@ -69,7 +70,7 @@ basic = queue_studies.basic_scenario(FULL)
 pad = queue_studies.pad_study(FULL)
 exact_run = pad.dequeues[pad.dequeues["label"].str.endswith("defer_pad_ms=0")]
 per_window = queue_studies.admitted_per_window(exact_run, basic.window_ms, basic.duration_ms)
-per_window.groupby("label")["admitted"].describe()
+compact(per_window.groupby("label")["admitted"].describe(), 2)
 
 # %% [markdown]
 # The counter's own windows (each named by the moment the key expires) tell the same story: none
@@ -79,8 +80,31 @@ per_window.groupby("label")["admitted"].describe()
 queue_studies.budget_windows(exact_run)["admitted"].agg(["count", "min", "max"])
 
 # %%
-queue_studies.job_summary(pad.jobs).join(
+jobs_and_dequeues = queue_studies.job_summary(pad.jobs).join(
     queue_studies.dequeue_summary(pad.dequeues).drop(columns="dropped")
+)
+# the jobs' fate, then what their dequeues cost: two tables, each fits the column
+compact(
+    jobs_and_dequeues[
+        ["jobs", "done", "dropped", "lost", "unfinished", "dropped_share", "p50_ms", "p99_ms"]
+    ],
+    2,
+)
+
+# %%
+compact(
+    jobs_and_dequeues[
+        [
+            "dequeues",
+            "admitted",
+            "defer_ttl",
+            "defer_admit",
+            "wasted",
+            "wasted_per_admit",
+            "deferrals_per_job",
+        ]
+    ],
+    2,
 )
 
 # %%
@@ -132,7 +156,7 @@ short.events["delay_ms"].describe()
 
 # %%
 glob = queue_studies.global_vs_local(FULL)
-queue_studies.window_table(glob)
+compact(queue_studies.window_table(glob), 2)
 
 # %%
 charts_queue.global_vs_local_figure(glob)
@@ -158,7 +182,7 @@ charts_queue.global_vs_local_figure(glob)
 # %%
 fair = queue_studies.fairness(FULL)
 fair_table = queue_studies.fairness_table(fair.jobs)
-fair_table
+compact(fair_table, 2)
 
 # %%
 charts_queue.fairness_figure(fair_table)
@@ -171,7 +195,7 @@ charts_queue.fairness_figure(fair_table)
 # budget: quiet rooms use a quarter of theirs, so fewer jobs run in total.
 
 # %%
-queue_studies.dequeue_summary(fair.dequeues)
+compact(queue_studies.dequeue_summary(fair.dequeues), 2)
 
 # %% [markdown]
 # ## 5. Faults: why the admit must be one atomic script
@@ -186,7 +210,7 @@ queue_studies.dequeue_summary(fair.dequeues)
 
 # %%
 crashed = queue_studies.crash(FULL)
-queue_studies.crash_table(crashed)
+compact(queue_studies.crash_table(crashed), 2)
 
 # %%
 charts_queue.crash_figure(crashed)
@@ -196,7 +220,7 @@ charts_queue.crash_figure(crashed)
 # (`window_end_ms` is `<NA>`: the key has no expiry).
 
 # %%
-queue_studies.budget_windows(crashed.dequeues)
+compact(queue_studies.budget_windows(crashed.dequeues))
 
 # %% [markdown]
 # Note what the *read* says in that state: the counter is full but has no TTL, so `echomq_ttl`

@@ -12,14 +12,34 @@ import pandas as pd
 __all__ = ["compact"]
 
 _STYLES = [
-    {"selector": "th", "props": "white-space: normal; max-width: 7.5em; font-size: 85%;"},
+    # columns as wide as their contents (JupyterLab lays tables out "fixed": from the header row
+    # alone, so a row label wider than its empty header cell would spill into the next column)
+    {"selector": "", "props": "table-layout: auto;"},
+    # column headers wrap; the row labels (an algorithm's name) keep their width
+    {"selector": "thead th", "props": "white-space: normal; max-width: 7.5em; font-size: 85%;"},
+    {"selector": "tbody th", "props": "white-space: nowrap; font-size: 85%;"},
     {"selector": "td", "props": "font-size: 85%;"},
 ]
 
 
-def compact(frame: pd.DataFrame, digits: int = 3) -> object:
-    """``frame`` for display: headers in words that wrap, numbers to ``digits`` decimals."""
+def compact(frame: pd.DataFrame, digits: int = 3, trim: bool = False) -> object:
+    """``frame`` for display: headers in words that wrap, numbers to ``digits`` decimals.
+
+    ``trim``: drop a number's trailing zeros (a count of ``1.0`` beside an estimate of
+    ``98.333`` reads ``1`` and ``98.333``, not ``1.000``)."""
     shown = frame.rename(columns=lambda c: str(c).replace("_", " "))
     names = [str(n).replace("_", " ") if n is not None else None for n in shown.index.names]
     shown.index = shown.index.set_names(names if shown.index.nlevels > 1 else names[0])
+    if trim:
+        floats = [c for c in shown.columns if pd.api.types.is_float_dtype(shown[c])]
+        styler = shown.style.format(precision=digits, thousands=",")
+        styler = styler.format(lambda v: _trimmed(v, digits), subset=floats)
+        return styler.set_table_styles(_STYLES)
     return shown.style.format(precision=digits, thousands=",").set_table_styles(_STYLES)
+
+
+def _trimmed(value: float, digits: int) -> str:
+    """``value`` to ``digits`` decimals without trailing zeros (``nan`` as a dash)."""
+    if pd.isna(value):
+        return "–"
+    return f"{value:,.{digits}f}".rstrip("0").rstrip(".")

@@ -81,14 +81,26 @@ def max_in_window(frame: pd.DataFrame, window_ms: int) -> pd.Series:
     return rolling.groupby(frame["algorithm"]).max().rename("max_in_window")
 
 
-def burst_summary(frames: pd.DataFrame, window_ms: int) -> pd.DataFrame:
-    """Per algorithm: requests, admitted, and the most admitted inside any window."""
+def burst_summary(frames: pd.DataFrame, window_ms: int, limit: int | None = None) -> pd.DataFrame:
+    """Per algorithm: requests, admitted, the most admitted inside any window, and that most over
+    the limit the run was set to (``ratio_to_limit``).
+
+    ``limit``: the run's limit; by default the frame's ``attrs["limit"]`` (which
+    :func:`simulator.model.boundary_burst` sets), else each algorithm's ``limit`` column. That
+    column is what the script replied, and a bucket replies its capacity (its burst) there, so a
+    bucket's ratio needs the run's limit from one of the first two."""
     out = frames.groupby("algorithm", sort=False).agg(
         requests=("allowed", "size"), admitted=("allowed", "sum")
     )
     out["max_in_window"] = max_in_window(frames, window_ms)
-    limit = frames.groupby("algorithm", sort=False)["limit"].first()
-    out["ratio_to_limit"] = out["max_in_window"] / limit
+    if limit is None:
+        limit = frames.attrs.get("limit")
+    if limit is None:
+        out["ratio_to_limit"] = (
+            out["max_in_window"] / frames.groupby("algorithm", sort=False)["limit"].first()
+        )
+    else:
+        out["ratio_to_limit"] = out["max_in_window"] / limit
     return out
 
 

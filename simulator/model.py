@@ -255,4 +255,7 @@ def boundary_burst(
         clients=tuple(BurstAt(name, n=n, at_s=(first_s, second_s)) for name in names),
         params=dict(params or {}),
     )
-    return simulate(scenario, backend, shards=shards, scheduler=scheduler)
+    frame = simulate(scenario, backend, shards=shards, scheduler=scheduler)
+    # The run's limit, for ratios: a bucket's rows hold its capacity (the burst) as "limit".
+    frame.attrs["limit"] = limit
+    return frame

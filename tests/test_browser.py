@@ -256,3 +256,66 @@ def test_explorer_as_a_page(workdir, browser_page, tmp_path):
         page.screenshot(path=str(shots() / "explorer.png"), full_page=True)
     finally:
         _stop(server)
+
+
+# --- every table fits the notebook column -------------------------------------------------------
+#: The width of JupyterLab's notebook column at its default layout, where outputs are drawn (px).
+COLUMN_PX = 968
+#: The notebooks whose tables are measured (the explorer is a widget page, measured above).
+TABLE_NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("0[1-5]_*.ipynb"))
+
+#: Each table of each output: its rendered width, the column's, and the cells whose content spills.
+_MEASURE = """() => [...document.querySelectorAll('.jp-OutputArea-output')].flatMap(area => {
+  const style = getComputedStyle(area);
+  const column = area.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return [...area.querySelectorAll('table')].map(table => ({
+    column: column,
+    width: Math.ceil(table.getBoundingClientRect().width),
+    spills: [...table.querySelectorAll('th, td')]
+      .filter(cell => cell.scrollWidth > cell.clientWidth + 1).map(cell => cell.innerText),
+    header: [...table.querySelectorAll('thead th')].map(th => th.innerText).join(' | ').slice(0, 80),
+  }));
+})"""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Page]:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(WAIT_MS)
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize("name", TABLE_NOTEBOOKS)
+def test_every_table_of_an_executed_notebook_fits_the_column(name, chromium, tmp_path):
+    """The notebook run at its CI size, exported as JupyterLab draws it (nbconvert's lab
+    template: JupyterLab's own table styles), each output area set to the column's width: no
+    table is wider than the column, and no cell's content spills out of its cell."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    path = ROOT / "notebooks" / name
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
+    html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    page_path = tmp_path / f"{path.stem}.html"
+    page_path.write_text(html)
+    chromium.goto(page_path.as_uri())
+    chromium.add_style_tag(
+        content=f".jp-OutputArea-output {{ display: block !important; width: {COLUMN_PX}px "
+        "!important; overflow-x: auto; }"
+    )
+    tables = chromium.evaluate(_MEASURE)
+    assert tables, f"{name}: no table was drawn"
+    assert all(t["column"] == COLUMN_PX for t in tables)
+    wide = [f"{t['width']} px: {t['header']}" for t in tables if t["width"] > t["column"]]
+    spilt = [f"{t['spills']} in {t['header']}" for t in tables if t["spills"]]
+    assert not wide, f"{name}: tables wider than the {COLUMN_PX} px column: {wide}"
+    assert not spilt, f"{name}: cells whose content spills: {spilt}"

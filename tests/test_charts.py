@@ -15,13 +15,15 @@ import pandas as pd
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.category import StrCategoryLocator
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator
 
 from simulator.algorithms import ALGORITHMS
-from simulator.charts import LABELS, PALETTE, ROLE_COLOURS, order, save
+from simulator.charts import LABELS, PALETTE, ROLE_COLOURS, order, save, subplots
 from simulator.charts import accuracy as accuracy_charts
 from simulator.charts import burst as burst_charts
 from simulator.charts import memory as memory_charts
@@ -36,6 +38,82 @@ from simulator.studies.memory_tables import read_tables
 from simulator.studies.queue_budget import QueueScenario, Room, run_many, sweep
 
 LIMIT, WINDOW_MS = 5, 1000
+
+
+# --- nothing overprinted or cut -----------------------------------------------------------------
+def drawn_texts(fig: Figure) -> list[tuple[str, Text]]:
+    """Every text a reader sees, with where it is: the suptitle and figure texts, and per visible
+    axes its titles, axis labels, the tick labels drawn (those within the view), its texts and its
+    legend's, and the figure's legends."""
+    out: list[tuple[str, Text]] = []
+    if fig._suptitle is not None:
+        out.append(("suptitle", fig._suptitle))
+    out += [("figure text", t) for t in fig.texts]
+    for legend in fig.legends:
+        out += [("figure legend", t) for t in legend.get_texts()]
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        where = f"axes {i}"
+        out += [(f"{where} title", t) for t in (ax.title, ax._left_title, ax._right_title)]
+        for axis in (ax.xaxis, ax.yaxis):
+            if not axis.get_visible():
+                continue
+            out.append((f"{where} axis label", axis.label))
+            for tick in axis._update_ticks():  # the ticks drawn: those within the view
+                out += [(f"{where} tick", t) for t in (tick.label1, tick.label2)]
+        out += [(f"{where} text", t) for t in ax.texts]
+        legend = ax.get_legend()
+        if legend is not None:
+            out += [(f"{where} legend", t) for t in [*legend.get_texts(), legend.get_title()]]
+    seen: set[int] = set()
+    kept = []
+    for where, t in out:
+        if id(t) not in seen and t.get_visible() and t.get_text().strip():
+            seen.add(id(t))
+            kept.append((where, t))
+    return kept
+
+
+def text_problems(fig: Figure, slack_px: float = 1.0) -> list[str]:
+    """Texts whose drawn boxes overlap one another or reach outside the figure (``slack_px``
+    forgives antialiasing at an edge)."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = [(w, t.get_text(), t.get_window_extent(renderer)) for w, t in drawn_texts(fig)]
+    width, height = fig.bbox.width, fig.bbox.height
+    problems = [
+        f"{w} {text!r} leaves the figure"
+        for w, text, b in boxes
+        if min(b.x0, b.y0) < -slack_px or b.x1 > width + slack_px or b.y1 > height + slack_px
+    ]
+    for i, ax in enumerate(fig.axes):  # an axes' legend inside its axes, or a neighbour cuts it
+        legend = ax.get_legend()
+        if ax.get_visible() and legend is not None:
+            b, box = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+            if b.x0 < box.x0 - slack_px or b.x1 > box.x1 + slack_px:
+                problems.append(f"axes {i} legend reaches outside its axes")
+    for i, (w1, t1, a) in enumerate(boxes):
+        for w2, t2, b in boxes[i + 1 :]:
+            dx = min(a.x1, b.x1) - max(a.x0, b.x0)
+            dy = min(a.y1, b.y1) - max(a.y0, b.y0)
+            if dx > slack_px and dy > slack_px:
+                problems.append(f"{w1} {t1!r} overprints {w2} {t2!r} ({dx:.0f} x {dy:.0f} px)")
+    return problems
+
+
+def test_the_overprint_check_sees_an_overprint_and_a_cut():
+    fig, ax = subplots(figsize=(4, 3))
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("a title")
+    ax.text(0.5, 0.5, "here")
+    ax.text(0.5, 0.5, "here too")
+    ax.text(1.2, 0.5, "a long note that runs well past the right-hand edge", transform=ax.transAxes)
+    problems = text_problems(fig)
+    assert any("'here' overprints" in p and "'here too'" in p for p in problems), problems
+    assert any("past the right-hand edge' leaves the figure" in p for p in problems), problems
+    assert not any("a title" in p for p in problems), problems
 
 
 # --- what every chart must do ---------------------------------------------------------------------
@@ -96,6 +174,8 @@ def check_layout(fig: Figure, n_axes: int) -> None:
         assert ax.get_title() or suptitle, f"axes {i} has no title and the figure no suptitle"
         assert labelled(ax, "x"), f"axes {i} ({ax.get_title()!r}) has no x label"
         assert labelled(ax, "y"), f"axes {i} ({ax.get_title()!r}) has no y label"
+    problems = text_problems(fig)
+    assert not problems, "\n".join(problems)
 
 
 def rgba(colour: Any) -> tuple[float, ...]:
@@ -268,9 +348,10 @@ def test_queue_basic_figure():
 
 def test_queue_global_vs_local_figure():
     scenario = replace(BASE, rooms=(Room("room", 40.0),), defer_pad_ms=1)
-    result = run_many(sweep(scenario, limiter=["server", "local"], workers=[1, 2]))
+    # four panels, as the notebook draws them: narrow enough that an axes' legend would be cut
+    result = run_many(sweep(scenario, limiter=["server", "local"], workers=[1, 2, 4, 8]))
     fig = queue_charts.global_vs_local_figure(result)
-    check_layout(fig, 2)
+    check_layout(fig, 4)
     for ax in fig.axes:
         steps = {line.get_label(): rgba(line.get_color()) for line in ax.lines}
         assert steps[queue_charts.LIMITER_LABELS["server"]] == rgba(PALETTE["echomq"])
@@ -396,3 +477,41 @@ def test_contracts_figure_gives_each_algorithm_its_colour_and_hatches_the_varian
         assert edges == {rgba(PALETTE[name])}, label
         hatched = {p.get_hatch() for p in container.patches}
         assert hatched == ({"////"} if "small burst" in label else {None}), label
+
+
+# --- the committed figures, at their real size --------------------------------------------------
+def committed_figures() -> dict[str, Figure]:
+    """The charts ``python -m simulator charts`` draws, from the tables committed under data/
+    (the boundary burst and the adversaries' schedules replayed: a second between them)."""
+    from simulator.charts.contracts import contracts_figure
+    from simulator.studies.adversary import confirm_on_lua, schedule_of
+
+    tables = read_tables(DATA_DIR)
+    summary = pd.read_csv(DATA_DIR / "accuracy_summary.csv").iloc[1:]  # without Cloudflare's row
+    worst = pd.read_csv(DATA_DIR / "adversary_worst_cases.csv", keep_default_na=False)
+    column = "worst_schedule" if "worst_schedule" in worst else "schedule"
+    frames = {
+        row["algorithm"]: confirm_on_lua(
+            row["algorithm"], schedule_of(row["algorithm"], row[column]), 100, 60_000
+        )[1]
+        for _, row in worst.iterrows()
+        if not row["params"]
+    }
+    burst = pd.concat([boundary_burst(a) for a in ALGORITHMS], ignore_index=True)
+    return {
+        "boundary_burst": burst_charts.boundary_burst_figure(burst, 100, 60_000, 59, 61),
+        "memory_per_user": memory_charts.per_user_figure(tables["per_user"]),
+        "memory_encoding_cliff": memory_charts.encoding_cliff_figure(tables["encoding"]),
+        "memory_bigkey": memory_charts.bigkey_figure(tables["bigkey"]),
+        "accuracy_families": accuracy_charts.families_figure(summary),
+        "accuracy_load_sweep": accuracy_charts.load_sweep_figure(
+            pd.read_csv(DATA_DIR / "accuracy_load_sweep.csv")
+        ),
+        "accuracy_contracts": contracts_figure(pd.read_csv(DATA_DIR / "accuracy_contracts.csv")),
+        "adversary_schedule": accuracy_charts.schedule_figure(frames, 100, 60_000),
+    }
+
+
+def test_no_committed_figure_overprints_or_cuts_a_text():
+    problems = {name: text_problems(fig) for name, fig in committed_figures().items()}
+    assert not any(problems.values()), {name: p for name, p in problems.items() if p}

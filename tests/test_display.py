@@ -18,3 +18,11 @@ def test_compact_puts_headers_in_words_and_keeps_the_values():
     assert "0.12" in html and "31.40" in html and "1,500" in html
     assert "white-space: normal" in html  # headers wrap instead of widening the table
     assert frame.columns.tolist() == ["decided_differently_pct", "clients"]  # the frame as it was
+
+
+def test_compact_can_trim_trailing_zeros_so_a_count_reads_as_one():
+    frame = pd.DataFrame({"count": [1.0, 98.333333, float("nan")], "t_ms": [61_000, 61_000, 0]})
+    html = compact(frame, 3, trim=True).to_html()
+    assert ">1<" in html and ">98.333<" in html and "1.000" not in html
+    assert "61,000" in html
+    assert ">–<" in html and "nan" not in html  # a figure nobody published, not a nan

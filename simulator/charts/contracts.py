@@ -21,7 +21,10 @@ _PANELS = (
 
 
 def contracts_figure(table: pd.DataFrame) -> Figure:
-    """Per traffic family: how much each algorithm admits beside the log, and its worst window."""
+    """Per traffic family: how much each algorithm admits beside the log, and its worst window.
+
+    A bar decided on a sample of the family's requests (a user's script on the Lua path) is
+    hatched and says so beside it, with the sample's size."""
     families = list(dict.fromkeys(table["family"]))
     variants = list(dict.fromkeys(table["variant"]))
     kinds = dict(zip(table["variant"], table["algorithm"], strict=False))
@@ -33,17 +36,37 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
             part = table[table["variant"] == variant].set_index("family").reindex(families)
             algorithm = kinds[variant]
             small = variant != algorithm
+            sampled = (
+                part["sampled"].fillna(False).astype(bool).to_numpy()
+                if ("sampled" in part)
+                else np.zeros(len(part), dtype=bool)
+            )
             label = LABELS[algorithm] + (" (small burst: limit / 10)" if small else "")
+            if sampled.any():
+                label += " (sampled)"
+            y = y0 + 0.4 - (k + 0.5) * height
+            values = part[column].to_numpy(dtype=float)
             ax.barh(
-                y0 + 0.4 - (k + 0.5) * height,
-                part[column].to_numpy(dtype=float),
+                y,
+                values,
                 height=height * 0.9,
-                color="white" if small else PALETTE[algorithm],
+                color="white" if small or sampled.any() else PALETTE[algorithm],
                 edgecolor=PALETTE[algorithm],
-                hatch="////" if small else None,
+                hatch="////" if small else ("...." if sampled.any() else None),
                 label=label,
             )
+            if sampled.any():
+                for yi, v, n, of in zip(
+                    y[sampled],
+                    values[sampled],
+                    part["requests"][sampled],
+                    part["offered_requests"][sampled],
+                    strict=True,
+                ):
+                    ax.text(v, yi, f" sampled: {int(n):,} of {int(of):,}", va="center", fontsize=7)
         ax.set_title(title, fontsize=10)
+        if "sampled" in table and table["sampled"].fillna(False).astype(bool).any():
+            ax.set_xlim(0, 1.6 * float(table[column].max()))  # room for the sample's note
         ax.axvline(100 if column == "admitted_vs_log_pct" else 1, color="black", lw=0.8, ls=":")
     axes[0].set_xlabel("% of the exact log's admissions (dotted: the log)")
     axes[1].set_xlabel("x the limit (dotted: the limit)")

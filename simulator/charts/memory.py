@@ -34,7 +34,7 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
     left.scatter(t["memory_usage_bytes_per_user"], y, color="black", marker="|", s=200, zorder=3)
     left.set_xscale("log")
     left.set_yticks(y, [_layout_label(r) for _, r in t.iterrows()], fontsize=8)
-    left.set_xlabel("bytes per user (log scale): bar = used_memory growth, | = MEMORY USAGE")
+    left.set_xlabel("bytes per user (log scale)\nbar: used_memory growth\n|: MEMORY USAGE", fontsize=9)
     for yi, v in zip(y, t["bytes_per_user_used_memory"], strict=True):
         left.text(v * 1.08, yi, f"{v:,.0f} B", va="center", fontsize=8)
     extrapolated = t["total_at_5m_source"] != "measured"
@@ -127,7 +127,7 @@ def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
     right.set_xlabel("entries in the log (log scale)")
     right.set_ylabel("server time per decision (µs, log scale)")
     right.set_title(
-        "Steady decisions stay cheap; the one after a pause grows with the log", fontsize=10
+        "Steady decisions stay cheap;\nthe one after a pause grows with the log", fontsize=10
     )
     right.legend(fontsize=8, frameon=False)
     fig.suptitle(

@@ -69,7 +69,7 @@ def basic_figure(pad: QueueRun) -> Figure:
     b.set_ylabel("jobs")
     dropped = int((jobs["outcome"] == "dropped").sum())
     b.set_title(
-        f"p50 {np.percentile(lat, 50):.2f} s, p99 {np.percentile(lat, 99):.2f} s; "
+        f"p50 {np.percentile(lat, 50):.2f} s, p99 {np.percentile(lat, 99):.2f} s;\n"
         f"{dropped} of {len(jobs)} dropped as stale",
         fontsize=10,
     )
@@ -78,10 +78,10 @@ def basic_figure(pad: QueueRun) -> Figure:
     bars = c.bar(names, values, color=[colour, PALETTE["variant"]])
     c.bar_label(bars, fmt="%.1f")
     c.set_ylabel("wasted dequeues per admitted job")
-    c.set_title("a deferred job wakes while the key still exists", fontsize=10)
+    c.set_title("a deferred job wakes\nwhile the key still exists", fontsize=10)
     fig.suptitle(
         f"Budget {s.max_per_window} per {s.window_ms / 1000:g} s at the dequeue point, "
-        f"{s.workers} workers, demand {s.rooms[0].rate_per_s:g} jobs/s: the budget holds; "
+        f"{s.workers} workers, demand {s.rooms[0].rate_per_s:g} jobs/s: the budget holds;\n"
         "the backlog pays in latency and in dequeues that put the job back"
     )
     fig.tight_layout()
@@ -116,17 +116,20 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
             label=f"max ({s.max_per_window})",
         )
         local = per[(per["workers"] == k) & (per["limiter"] == "local")]["admitted"].max()
-        ax.set_title(f"K = {k} workers: local lets {local / s.max_per_window:.1f}x through")
+        ax.set_title(
+            f"K = {k} workers:\nlocal lets {local / s.max_per_window:.1f}x through", fontsize=10
+        )
         ax.set_xlabel("window start (s)")
         ax.set_ylim(0, top)
     axes[0, 0].set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
-    axes[0, 0].legend(frameon=False, fontsize=8, loc="upper left")
+    handles, labels = axes[0, 0].get_legend_handles_labels()  # below the panels: none is cut
+    fig.legend(handles, labels, frameon=False, fontsize=8, loc="lower center", ncol=3)
     fig.suptitle(
         f"Budget {s.max_per_window} per {s.window_ms / 1000:g} s, demand "
         f"{s.rooms[0].rate_per_s:g} jobs/s: a counter in the server is one budget for every "
-        "worker; a counter in each worker is K budgets"
+        "worker;\na counter in each worker is K budgets"
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
@@ -174,7 +177,7 @@ def fairness_figure(table: pd.DataFrame) -> Figure:
     fig.legend(handles, labels, frameon=False, fontsize=9, loc="lower center", ncol=2)
     fig.suptitle(
         "One room floods at 50x the others: behind one shared queue the quiet rooms wait seconds "
-        "and are dropped; with a queue and a budget per room they are untouched"
+        "and are dropped;\nwith a queue and a budget per room they are untouched"
     )
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
@@ -205,7 +208,7 @@ def crash_figure(result: QueueRun) -> Figure:
     ax.legend(frameon=False, fontsize=8, loc="center right")
     ax.set_title(
         "A worker dies between INCR and PEXPIRE: the counter never expires and the budget never "
-        "comes back. The atomic script has no such moment.",
+        "comes back.\nThe atomic script has no such moment.",
         fontsize=10,
     )
     fig.tight_layout()

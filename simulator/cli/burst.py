@@ -109,7 +109,9 @@ def cmd_burst(args: argparse.Namespace) -> int:
                         scheduler=client,
                     )
                 )
-    summary = burst_summary(pd.concat(frames, ignore_index=True), round(args.window * 1000))
+    summary = burst_summary(
+        pd.concat(frames, ignore_index=True), round(args.window * 1000), args.limit
+    )
     n = args.limit if args.per_burst is None else args.per_burst
     who = "" if args.users == 1 else f" from each of {args.users:,} users"
     print(

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from simulator.cli.args import add_scheduler_options, add_script_option
+from simulator.sweeps.run import NO_WORKERS_S
 
 __all__ = ["register", "cmd_sweep"]
 
@@ -17,15 +18,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec)  # every mistake in it is reported before anything starts
     if args.list:
-        from simulator.sweeps import grid_points
+        from simulator.sweeps.spec import iter_points
 
-        for point in grid_points(spec):
+        for point in iter_points(spec):
             print(describe_point(point))
         return 0
-    outcome = run_sweep(spec, args.out_dir, args.scheduler, progress=True, workers=args.workers)
+    outcome = run_sweep(
+        spec,
+        args.out_dir,
+        args.scheduler,
+        progress=True,
+        workers=args.workers,
+        no_workers_s=args.no_workers_timeout or None,
+    )
     finished = outcome.skipped + outcome.done
     print(
-        f"sweep {spec.name}: {finished} of {len(outcome.tasks)} tasks finished "
+        f"sweep {spec.name}: {finished} of {outcome.total} tasks finished "
         f"({outcome.done} now, {outcome.skipped} before); dataset {outcome.folder}",
         file=sys.stderr,
     )
@@ -37,6 +45,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def non_negative_seconds(text: str) -> float:
+    """A number of seconds, 0 or more (argparse reports the value it refuses)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= seconds <= 1e9:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1e9 seconds, got {text!r}")
+    return seconds
 
 
 def register(sub: Any) -> None:
@@ -59,5 +78,13 @@ def register(sub: Any) -> None:
         "--list", action="store_true", help="print the grid points and stop (nothing runs)"
     )
     add_scheduler_options(p)
+    p.add_argument(
+        "--no-workers-timeout",
+        type=non_negative_seconds,
+        default=NO_WORKERS_S,
+        metavar="SECONDS",
+        help="how long to wait while the scheduler has no workers before giving up (exit "
+        f"status 2, finished tasks kept); 0 waits for ever (default {NO_WORKERS_S:g})",
+    )
     add_script_option(p)  # a spec may name it as an algorithm; its tasks carry it to the workers
     p.set_defaults(func=cmd_sweep)

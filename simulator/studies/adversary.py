@@ -303,8 +303,13 @@ def worst_case(
     result = search(algorithm, config, params=params)
     own = " ".join(f"{k}={v:g}" for k, v in params.items())
     row: dict = {"algorithm": algorithm, "params": own, "limit": L, "window_s": w / 1000}
+    found = {"search": (result.max_in_window, result.schedule.bursts())}
     for name, spec in hand_made(L, w, int(params.get("burst", L))).items():
         row[f"{name}_max"] = peak_admitted(algorithm, spec.bursts(), L, w, params)[0]
+        found[name] = (row[f"{name}_max"], spec.bursts())
+    # The worst case is the worst any adversary found: a short search (a user's script) can miss
+    # what a hand-made one shows. A tie goes to the search (it comes first).
+    worst_by = max(found, key=lambda name: found[name][0])
     lua_peak, _ = confirm_on_lua(algorithm, result.schedule, L, w, params)
     row |= {
         "search_max": result.max_in_window,
@@ -314,5 +319,8 @@ def worst_case(
         "evaluations": result.evaluations,
         "generations": result.generations,
         "searched_on": "lua (no bulk kernel)" if lua_only else "bulk kernel",
+        "worst_max": found[worst_by][0],
+        "worst_by": worst_by,
+        "worst_schedule": " ".join(f"{n}@{t}ms" for t, n in found[worst_by][1]),
     }
     return row, result

@@ -14,6 +14,8 @@ arrivals as the log, each decides on its own; per family and algorithm the table
   ``wrongly_admitted_pct``    it admitted, the log refused (and ``wrongly_refused_pct``: the reverse)
   ``clients_over_limit_pct``  clients it let through more than L in some (t - W, t]
   ``max_in_window_ratio``     the most it admitted to one client in any (t - W, t], over L
+  ``sampled``                 decided on a sample of the family's requests (a user's script on
+                              the Lua path): ``requests`` of ``offered_requests``
 
 All decisions come from the bulk kernels, which agree with the scripts decision for decision
 (:func:`simulator.studies.accuracy.lua_agreement` checks it on samples of real script runs).
@@ -67,6 +69,7 @@ def _row(
     e: np.ndarray,
     order: np.ndarray,
     decided_on: str,
+    offered: int | None = None,
 ) -> dict:
     """The figures of one algorithm's admissions ``a`` beside the log's ``e`` (same requests)."""
     n = len(t_ms)
@@ -85,6 +88,8 @@ def _row(
         "requests": n,
         "clients": clients,
         "decided_on": decided_on,
+        "offered_requests": n if offered is None else offered,
+        "sampled": offered is not None and n < offered,
         "admitted_pct": a.sum() * pct,
         "admitted_vs_log_pct": 100.0 * a.sum() / max(int(e.sum()), 1),
         "decided_differently_pct": (a != e).sum() * pct,
@@ -154,6 +159,7 @@ def compare_contracts(
                 exact.allowed,
                 exact.order,
                 f"lua, {len(rows_in):,} of {len(t_ms):,} requests",
+                len(t_ms),
             )
         )
     return pd.DataFrame(rows)

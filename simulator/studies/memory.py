@@ -41,6 +41,7 @@ from simulator.studies.weighing import (
     flush,
     server_facts,
 )
+from simulator.userscripts import UserScript
 
 __all__ = [
     "Layout",
@@ -91,8 +92,20 @@ class Layout:
 
     @property
     def windows(self) -> int:
-        """How many grid windows of requests build this state."""
-        return self.model.windows + (1 if self.state == "seam" else 0)
+        """How many grid windows of requests build this state: the algorithm's own count, or for
+        a user's script as many as its keys reach back (``{window-1}``: the previous window's
+        key is alive in the steady state too)."""
+        kept = max(self.model.windows, _script_windows(self.algorithm))
+        return kept + (1 if self.state == "seam" else 0)
+
+
+def _script_windows(algorithm: str) -> int:
+    """Grid windows whose keys a user's script keeps at once (1 for a built-in: its own
+    :class:`MemoryModel` says)."""
+    cls = ALGORITHMS[algorithm]
+    if not issubclass(cls, UserScript):
+        return 1
+    return 2 if any("{window-1}" in key for key in cls.declaration.keys) else 1
 
 
 def _layouts() -> tuple[Layout, ...]:

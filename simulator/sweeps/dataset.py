@@ -2,11 +2,17 @@
 
 A task's file is ``<folder>/<task id>.parquet``, where the id is made from the study and the grid
 point (the same parameters, the same id, on any machine). It is written whole or not at all (a
-temporary file in the same folder, then a rename), so a sweep stopped at any moment leaves only
-whole files, and running it again skips them. Each file records the fingerprint of the code that
-made it (a hash of the package's Python and Lua sources) in its metadata: a task made by other
-code is not finished for this code and runs again. The dataset reads with
-``pandas.read_parquet(folder)`` as well (the rows of every task ever written there).
+temporary file in the same folder, read back whole, then a rename), so a sweep stopped at any
+moment leaves only whole files, and running it again skips them. Every page carries a checksum:
+a file damaged afterwards (a bad disk, a copy cut short) does not read whole, and a sweep run
+again says so and computes that task again instead of counting it finished. Each file records
+the fingerprint of the code that made it (a hash of the package's Python and Lua sources) in its
+metadata: a task made by other code is not finished for this code and runs again. The dataset
+reads with ``pandas.read_parquet(folder)`` as well (the rows of every task ever written there).
+
+The accuracy study's share of requests the algorithm admitted is ``admitted_pct`` (the
+``algorithm`` column says which one); folders written when it was ``counter_admitted_pct`` read
+with the new name.
 """
 
 from __future__ import annotations
@@ -22,9 +28,24 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["task_id", "code_fingerprint", "write_task", "finished", "read_dataset", "task_path"]
+__all__ = [
+    "task_id",
+    "code_fingerprint",
+    "write_task",
+    "finished",
+    "read_dataset",
+    "task_path",
+    "task_state",
+    "DONE",
+    "STALE",
+    "BROKEN",
+]
 
 _CODE_KEY = b"simulator.code"
+#: What a task's file on disk is: finished by this code, made by other code, or not whole.
+DONE, STALE, BROKEN = "done", "stale", "broken"
+#: Columns renamed since folders were first written: old name -> the name read.
+_RENAMED = {"counter_admitted_pct": "admitted_pct"}
 
 
 def task_id(study: str, point: dict[str, Any]) -> str:
@@ -48,7 +69,8 @@ def task_path(folder: Path, task: str) -> Path:
 
 
 def write_task(folder: Path, task: str, rows: pd.DataFrame, code: str) -> Path:
-    """Write one task's rows atomically (temporary file, then rename); its path."""
+    """Write one task's rows atomically (temporary file, read back whole, then rename); its
+    path. A write that fails (a full disk) raises OSError and leaves no file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -60,9 +82,11 @@ def write_task(folder: Path, task: str, rows: pd.DataFrame, code: str) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{task}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            pq.write_table(table, f)
+            pq.write_table(table, f, write_page_checksum=True)
             f.flush()
             os.fsync(f.fileno())
+        if _read_whole(Path(tmp)) != code:  # what the disk holds is what was written
+            raise OSError(f"{final}: the file written does not read back whole")
         os.replace(tmp, final)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -70,29 +94,40 @@ def write_task(folder: Path, task: str, rows: pd.DataFrame, code: str) -> Path:
     return final
 
 
-def _code_of(path: Path) -> str | None:
+def _read_whole(path: Path) -> str | None:
+    """The code fingerprint of a task file read whole, every page's checksum verified; None if
+    it does not read whole (OSError, or ValueError from pyarrow's checks)."""
     import pyarrow.parquet as pq
 
     try:
-        meta = pq.read_schema(path).metadata or {}
-    except (OSError, ValueError):  # unreadable: not a finished task
+        table = pq.read_table(path, page_checksum_verification=True)
+    except (OSError, ValueError):
         return None
-    code = meta.get(_CODE_KEY)
-    return code.decode() if code else None
+    code = (table.schema.metadata or {}).get(_CODE_KEY)
+    return code.decode() if code else ""
 
 
-def finished(folder: Path, tasks: Iterable[str], code: str) -> tuple[set[str], set[str]]:
-    """Of ``tasks``: those finished by this ``code``, and those whose file other code made."""
-    done, stale = set(), set()
+def task_state(path: Path, code: str) -> str:
+    """:data:`DONE` (read whole, made by ``code``), :data:`STALE` (other code) or :data:`BROKEN`."""
+    made_by = _read_whole(path)
+    if made_by is None:
+        return BROKEN
+    return DONE if made_by == code else STALE
+
+
+def finished(folder: Path, tasks: Iterable[str], code: str) -> tuple[set[str], set[str], set[str]]:
+    """Of ``tasks``: those finished by this ``code``, those whose file other code made, and those
+    whose file does not read whole (all but the first run again). Only the files there are read,
+    so a big grid over an empty folder costs one listing."""
+    folder = Path(folder)
+    there = {p.stem for p in folder.glob("*.parquet")} if folder.is_dir() else set()
+    states: dict[str, set[str]] = {DONE: set(), STALE: set(), BROKEN: set()}
+    if not there:
+        return states[DONE], states[STALE], states[BROKEN]
     for task in tasks:
-        path = task_path(folder, task)
-        if not path.exists():
-            continue
-        if _code_of(path) == code:
-            done.add(task)
-        else:
-            stale.add(task)
-    return done, stale
+        if task in there:
+            states[task_state(task_path(folder, task), code)].add(task)
+    return states[DONE], states[STALE], states[BROKEN]
 
 
 def read_dataset(folder: Path, tasks: Iterable[str] | None = None) -> pd.DataFrame:
@@ -106,4 +141,5 @@ def read_dataset(folder: Path, tasks: Iterable[str] | None = None) -> pd.DataFra
     )
     if not paths:
         return pd.DataFrame()
-    return pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+    frames = [pd.read_parquet(p).rename(columns=_RENAMED) for p in paths]
+    return pd.concat(frames, ignore_index=True)

@@ -24,6 +24,7 @@ syntax error names its line.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -33,7 +34,15 @@ from typing import Any
 
 from simulator.scenario import ConfigError
 
-__all__ = ["SweepSpec", "parse_spec", "load_spec", "grid_points", "MAX_POINTS"]
+__all__ = [
+    "SweepSpec",
+    "parse_spec",
+    "load_spec",
+    "grid_points",
+    "iter_points",
+    "grid_size",
+    "MAX_POINTS",
+]
 
 #: The most grid points one spec may have (a typo such as 1e6 seeds should not start a sweep).
 MAX_POINTS = 1_000_000
@@ -116,9 +125,11 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
         )
     params = _params(owner, grid.get("params", {}), checked["algorithm"])
     spec = SweepSpec(name, study.name, checked, params, source)
-    total = sum(1 for _ in _iter_points(spec, limit=MAX_POINTS + 1))
-    if total > MAX_POINTS:
+    if grid_size(spec) > MAX_POINTS:
         raise ConfigError(f"{source}: grid: more than {MAX_POINTS:,} points; split the sweep")
+    if spec.params:  # each value of an algorithm's own parameter is checked at every point
+        for _ in _iter_points(spec):
+            pass
     return spec
 
 
@@ -182,6 +193,26 @@ def _iter_points(spec: SweepSpec, limit: int | None = None) -> Any:
                 count += 1
                 if limit is not None and count >= limit:
                     return
+
+
+def iter_points(spec: SweepSpec) -> Any:
+    """The grid points one at a time, in :func:`grid_points`' order (a big grid is never held
+    whole: a sweep makes each task's parameters when it is about to send it)."""
+    return _iter_points(spec)
+
+
+def grid_size(spec: SweepSpec) -> int:
+    """How many points the grid has, counted without making them."""
+    from simulator.algorithms import ALGORITHMS
+
+    others = math.prod(len(v) for n, v in spec.grid.items() if n != "algorithm")
+    return sum(
+        others
+        * math.prod(
+            len(spec.params[p.name]) for p in ALGORITHMS[a].params_declared if p.name in spec.params
+        )
+        for a in spec.grid["algorithm"]
+    )
 
 
 def grid_points(spec: SweepSpec) -> list[dict[str, Any]]:

@@ -34,7 +34,17 @@ import pandas as pd
 from simulator.scenario import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS, ConfigError, check_int
 from simulator.scenario import check_number as _number
 
-__all__ = ["Axis", "Study", "STUDIES", "run_point", "params_of"]
+__all__ = ["Axis", "Study", "STUDIES", "run_point", "params_of", "Refused"]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A task that the user's input stopped (a ConfigError, or a ScriptError from the user's
+    script), as the message the user gets. A task hands it back as its result, not as an
+    exception, so that no worker logs a traceback for a mistake that is one line."""
+
+    kind: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -118,7 +128,8 @@ def _accuracy(point: dict[str, Any]) -> pd.DataFrame:
         point["algorithm"],
         params_of(point),
     )
-    return pd.DataFrame([row])
+    # The share the algorithm of the row admitted, whichever it is (its own column says which).
+    return pd.DataFrame([row]).rename(columns={"counter_admitted_pct": "admitted_pct"})
 
 
 def _traffic_seed(point: dict[str, Any], spec: Any) -> dict[str, Any]:
@@ -206,16 +217,21 @@ STUDIES: dict[str, Study] = {
 }
 
 
-def run_point(job: tuple[str, str, dict[str, Any], Any]) -> tuple[pd.DataFrame, str]:
+def run_point(job: tuple[str, str, dict[str, Any], Any]) -> tuple[pd.DataFrame, str] | Refused:
     """One task, on a worker: ``(study, task id, point, the user's script the point's algorithm
     is or None)`` -> its rows with the point's parameters and the task id as columns, and the
-    fingerprint of the code that made them."""
+    fingerprint of the code that made them; or :class:`Refused` when the user's input stopped
+    it."""
+    from simulator.backends import ScriptError
     from simulator.sweeps.dataset import code_fingerprint
     from simulator.userscripts.shipping import install
 
     study, task, point, script = job
-    install(script)
-    rows = STUDIES[study].run(point)
+    try:
+        install(script)
+        rows = STUDIES[study].run(point)
+    except (ConfigError, ScriptError) as exc:
+        return Refused(type(exc).__name__, str(exc))
     for name, value in point.items():
         rows[name] = value
     rows["task"] = task
