@@ -36,6 +36,10 @@ def test_burst_prints_the_practice_case_numbers():
         "sliding_counter": 102,
         "token_bucket": 103,  # the 100 saved up, then 3.33 tokens refilled in the 2 s to second 61
         "gcra": 103,
+        "sliding_counter_all": 102,  # the bursts are at the rate's edge: no refusal fed back yet
+        "increx": 100,  # INCREX's first-hit window admits what EchoMQ's script does
+        "increx_grid": 200,  # the clock grid's 2x at the seam
+        "multi_policy": 200,  # the long policy (500 per 600 s by default) does not bind here
     }
 
 

@@ -92,11 +92,13 @@ class Backend:
         for name in script_names():
             self.client.script_load(load(name).source)
 
-    def lacks(self, command: str) -> bool:
-        """True when the server has no such command (asked without touching a key: a known
-        command called without arguments answers "wrong number of arguments")."""
+    def lacks(self, command: str, probe: Sequence[Any] = ()) -> bool:
+        """True when the server has no such command. Asked with ``probe`` as arguments (by
+        default none), which a server that has it must refuse without touching a key ("wrong
+        number of arguments", "invalid expire time"); one that has it not says "unknown
+        command"."""
         try:
-            self.client.execute_command(command)
+            self.client.execute_command(command, *probe)
         except redis.exceptions.ResponseError as exc:
             return "unknown command" in str(exc).lower()
         except _SERVER_ERRORS as exc:

@@ -198,7 +198,9 @@ def without_commands(algorithms: Sequence[str], backend: Any) -> tuple[list[str]
     for algorithm in algorithms:
         for command in ALGORITHMS[algorithm].commands:
             if command not in known:
-                known[command] = backend.lacks(command)
+                # PX 0 is refused before any key is touched where the command exists
+                probe = ("rl:probe:{increx}", "PX", "0") if command == "INCREX" else ()
+                known[command] = backend.lacks(command, probe)
             if known[command]:
                 missing.setdefault(command, []).append(algorithm)
                 break
