@@ -12,6 +12,7 @@ Every decision lands in a pandas DataFrame with the HTTP header values a server 
 
 from simulator.algorithms import ALGORITHMS, REFERENCES, Limiter
 from simulator.backends import Backend, BackendError, FakeRedisBackend, RedisBackend, ScriptError
+from simulator.comparison import compare
 from simulator.metrics import burst_summary, max_in_window, rolling_admitted
 from simulator.model import boundary_burst, simulate
 from simulator.playback import replay
@@ -50,6 +51,7 @@ __all__ = [
     "ScriptError",
     "boundary_burst",
     "burst_summary",
+    "compare",
     "http_headers",
     "max_in_window",
     "read_trace",

@@ -119,8 +119,11 @@ def polite(env: simpy.Environment, spec: Polite, ask: Ask, rng: np.random.Genera
         cost = fixed if fixed is not None else int(draw_costs(spec.cost, rng, 1)[0])
         decision = ask(spec.name, cost)
         while not decision.allowed and decision.retry_after_ms >= 0:
-            # Honour Retry-After; a server that says 0 gets one more millisecond.
-            yield env.timeout(max(1, decision.retry_after_ms))
+            # Honour Retry-After to the millisecond: every built-in limiter's is true (the
+            # header property test holds them to it). Only a user's script can refuse and say
+            # 0; asked again at the same instant it would answer alike for ever, so the
+            # clock moves on by its step.
+            yield env.timeout(decision.retry_after_ms or 1)
             decision = ask(spec.name, cost)
         yield env.timeout(gap_ms)
 

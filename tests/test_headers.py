@@ -43,15 +43,18 @@ CASES = [
         [0, 0, 9999, 10_000],
         [(1, 10, None), (0, 10, None), (0, 1, "1"), (1, 10, None)],
     ),
-    # at 9999 the estimate is 2: only the next window helps, 2 ms on; at 10000 the previous
-    # window's 2 still weigh 2 x (10000 - 0) / 10000 = 2, and fade below 2 one ms later
+    # at 0 the second request leaves the estimate at 2 with nothing before it: the next window
+    # starts with those 2 at full weight, so one comes back 1 ms into it (10.001 s: t=11); at
+    # 9999 only the next window helps, 2 ms on; at 10000 the previous window's 2 still weigh
+    # 2 x (10000 - 0) / 10000 = 2, and fade below 2 one ms later
     (
         "sliding_counter",
         [0, 0, 9999, 10_000],
-        [(1, 10, None), (0, 10, None), (0, 1, "1"), (0, 1, "1")],
+        [(1, 10, None), (0, 11, None), (0, 1, "1"), (0, 1, "1")],
     ),
-    # the counter expires at 10000 exactly, so at 10000 it is still there: PTTL 0
-    ("echomq", [0, 0, 9999, 10_000], [(1, 10, None), (0, 10, None), (0, 1, "1"), (0, 0, "0")]),
+    # the counter expires at 10000 exactly, so it is still there at 10000 and gone at 10001:
+    # the budget comes back 10.001 s after the first hit (t=11), and 1 ms after 10000
+    ("echomq", [0, 0, 9999, 10_000], [(1, 11, None), (0, 11, None), (0, 1, "1"), (0, 1, "1")]),
     # a token every 5 s: at 1500 ms 0.3 are back, 0.7 more take 3.5 s (Retry-After 4), while a
     # full bucket is 8.5 s away; t follows the sooner
     ("token_bucket", [0, 0, 1500], [(1, 5, None), (0, 10, None), (0, 4, "4")]),
@@ -151,3 +154,151 @@ def test_replay_writes_the_header_fields_as_columns(tmp_path):
     with pytest.raises(SystemExit) as stopped:  # argparse: one line naming the choices
         main([*args, "--headers", "rfc9999"])
     assert stopped.value.code == 2
+
+
+# --- each field keeps its word (the header property test tries the same on random traces) ------
+
+
+def _run(name: str, limit: int, window_ms: int, requests, **params):
+    """Decisions of ``(t_ms, cost)`` requests by one client, on a fresh fake server."""
+    now = [0]
+    limiter = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), limit, window_ms, **params)
+    out = []
+    for t_ms, cost in requests:
+        now[0] = t_ms
+        out.append(limiter.decide("a", t_ms, cost))
+    return out
+
+
+def test_echomq_says_when_the_counter_is_gone_not_when_it_expires():
+    # limit 1 per 1 s: the counter armed at 0 still lives at 1000 and is gone at 1001
+    first, refused, at_1000, at_1001 = _run(
+        "echomq", 1, 1000, [(0, 1), (0, 1), (1000, 1), (1001, 1)]
+    )
+    assert first.reset_ms == 1001 and refused.retry_after_ms == 1001
+    assert http_headers(first, "draft", 1000)["RateLimit"] == '"default";r=0;t=2'
+    assert http_headers(refused)["Retry-After"] == "2"
+    assert not at_1000.allowed and at_1000.retry_after_ms == 1  # not 0: one ms is still to go
+    assert at_1001.allowed
+
+
+def test_a_polite_client_is_admitted_at_its_first_retry():
+    from simulator.model import simulate
+    from simulator.scenario import Polite, Scenario
+
+    for name in sorted(ALGORITHMS):
+        # 5 a second against 2 a second: refused often, and each refusal waits its Retry-After
+        frame = simulate(Scenario(name, 2, 1000, 10_000.0, (Polite("p", 5.0),)))
+        refused = frame["allowed"].to_numpy()
+        twice = int((~refused[1:] & ~refused[:-1]).sum())
+        assert refused.sum() < len(refused) and twice == 0, (name, twice)
+
+
+def test_the_sliding_counter_says_when_one_request_comes_back_with_nothing_before_it():
+    # limit 1 per 1 s: the hit at 0 weighs fully at 1000 and fades below the limit at 1001
+    first, at_1000, at_1001 = _run("sliding_counter", 1, 1000, [(0, 1), (1000, 1), (1001, 1)])
+    assert first.reset_ms == 1001
+    assert http_headers(first, "draft", 1000)["RateLimit"] == '"default";r=0;t=2'
+    assert (at_1000.allowed, at_1001.allowed) == (False, True)
+
+
+@pytest.mark.parametrize("name", ["gcra", "token_bucket"])
+def test_a_bucket_refilled_within_a_second_states_one_second_not_zero(name):
+    # 2000 a second with a burst of 1: the bucket refills in half a millisecond
+    d = _run(name, 2000, 1000, [(0, 1)], burst=1)[0]
+    assert http_headers(d, "draft", 1000, 2000, policy=name)["RateLimit-Policy"] == (
+        f'"{name}";q=1;w=1'
+    )
+
+
+def test_no_field_holds_an_integer_past_15_digits():
+    import http_sf
+
+    from simulator.records import Decision
+
+    big = Decision(True, 1.0, 999_999_999_999_999, 999_999_999_999_998, 10**20, 0)
+    h = http_headers(big, "both", 1000)
+    for field in ("RateLimit-Policy", "RateLimit"):
+        http_sf.parse(h[field].encode(), tltype="list")  # raises on an invalid field
+    assert h["RateLimit-Reset"] == "999999999999999"  # as good as never
+    with pytest.raises(ValueError, match="q would be 1,000,000,000,000,000"):
+        http_headers(big._replace(limit=10**15), "both", 1000)
+
+
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        (["--limit", "1000000000000000"], "--limit"),
+        (
+            ["--algorithm", "gcra", "--limit", "3", "--param", "burst=1000000000000000"],
+            "--param burst",
+        ),
+    ],
+)
+def test_replay_refuses_a_policy_its_headers_cannot_hold_before_it_starts(
+    tmp_path, capsys, extra, named
+):
+    from simulator.cli import main
+
+    trace, out = tmp_path / "t.csv", tmp_path / "out.csv"
+    trace.write_text("t_ms,client\n0,a\n")
+    args = ["replay", str(trace), "--algorithm", "fixed_window", "--window", "1", *extra]
+    assert main([*args, "--headers", "both", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert named in err and "15 digits" in err and not out.exists()
+
+
+def test_a_user_script_that_does_not_say_what_remains_sends_no_ratelimit_field():
+    from simulator.records import Decision
+
+    d = Decision(False, 3.0, 3, -1, -1, 500)  # a user's script: no remaining, no reset
+    h = http_headers(d, "both", 1000)
+    assert "RateLimit" not in h and "RateLimit-Remaining" not in h
+    assert h["RateLimit-Policy"] == '"default";q=3;w=1' and h["Retry-After"] == "1"
+
+
+# limit 3: a request of cost 1, then one that does not fit; r is what a request of cost 1 still
+# gets. fixed_window counts what it refuses, so it is asked for more than it could ever admit.
+REFUSED_WITH_ROOM = [
+    ("fixed_window", 4, 2),
+    ("echomq", 3, 2),
+    ("sliding_log", 3, 2),
+    ("sliding_counter", 3, 2),
+    ("gcra", 3, 2),
+    ("token_bucket", 3, 2),
+]
+
+
+@pytest.mark.parametrize(
+    "name, cost, left", REFUSED_WITH_ROOM, ids=[c[0] for c in REFUSED_WITH_ROOM]
+)
+def test_a_refusal_says_what_a_request_of_cost_1_still_gets(name, cost, left):
+    got = _run(name, 3, 1000, [(0, 1), (0, cost), (0, 1), (0, 1), (0, 1)])
+    assert not got[1].allowed and got[1].remaining == left
+    assert [d.allowed for d in got[2:]] == [True] * left + [False] * (3 - left)
+
+
+def test_every_algorithm_has_a_refusal_with_room_case():
+    assert {c[0] for c in REFUSED_WITH_ROOM} == set(ALGORITHMS)
+
+
+def test_echomq_with_nothing_spent_says_the_budget_is_whole_now():
+    d = _run("echomq", 3, 1000, [(0, 4)])[0]  # costs more than the budget: never, key unset
+    assert (d.allowed, d.remaining, d.reset_ms, d.retry_after_ms) == (False, 3, 0, -1)
+    assert http_headers(d, "draft", 1000)["RateLimit"] == '"default";r=3;t=0'
+
+
+def test_a_token_bucket_retry_is_not_a_rounding_early():
+    # 1 token per 789 ms: 0 + 789 x (1 / 789) is 0.9999999999999999 in floating point
+    refused = _run("token_bucket", 1, 789, [(0, 1), (0, 1)], burst=1)[1]
+    wait = refused.retry_after_ms
+    assert wait == 790 and refused.reset_ms == 790
+    assert _run("token_bucket", 1, 789, [(0, 1), (0, 1), (wait, 1)], burst=1)[2].allowed
+
+
+def test_gcra_counts_what_remains_as_the_next_decision_counts():
+    # 3 per 1 ms, burst 4: after a request of cost 3, (1 + 1/3) - 4/3 is the next one's
+    # admission time, 0 exactly, where the whole count 1/3 / 1/3 rounds below 1
+    first, after = _run("gcra", 3, 1, [(0, 3), (0, 1)], burst=4)
+    assert first.remaining == 1 and after.allowed

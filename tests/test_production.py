@@ -15,7 +15,7 @@ from simulator.algorithms import ALGORITHMS, REFERENCES
 from simulator.backends import FakeRedisBackend
 from simulator.backends.clock import counted_commands
 from simulator.cli.args import without_commands
-from simulator.headers import policy_fields
+from simulator.headers import several_policies
 from simulator.scenario import ConfigError
 from simulator.studies import production as prod
 from simulator.studies.production.outage import judged
@@ -146,7 +146,7 @@ def test_the_header_fields_carry_both_policies_and_the_binding_one():
     ref = REFERENCES["multi_policy"](2, 1000, long_limit=3, long_window_ms=10_000)
     decisions = [ref.decide("u", t) for t in (0, 1, 1000, 1001)]
     policies = (("short", 2, 1000), ("long", 3, 10_000))
-    fields = [policy_fields(d, policies) for d in decisions]
+    fields = [several_policies(d, policies) for d in decisions]
     assert all(f["RateLimit-Policy"] == '"short";q=2;w=1, "long";q=3;w=10' for f in fields)
     assert [f["RateLimit"] for f in fields] == [
         '"short";r=1;t=1',

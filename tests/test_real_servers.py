@@ -144,9 +144,10 @@ def echomq_given_spans(clients, spans, limit: int, window_ms: int, slack_ms: flo
         if allowed:
             count += 1
         state[client] = (count, a_lo, a_hi)
-        # reset_ms is the counter's PTTL: window_ms less the time since the window's first hit
+        # reset_ms is the counter's PTTL + 1 (it lives through its last ms): window_ms + 1 less
+        # the time since the window's first hit
         since_lo, since_hi = max(0.0, lo - a_hi - slack_ms), hi - a_lo + slack_ms
-        out.append((allowed, window_ms - since_hi, window_ms - since_lo))
+        out.append((allowed, window_ms + 1 - since_hi, window_ms + 1 - since_lo))
     return out
 
 
@@ -210,7 +211,7 @@ def test_echomq_on_real_time_decides_by_the_server_clock(valkey):
     then the server may rightly decide otherwise than the simulated clock. So the decisions are
     checked against echomq at the times the server saw the requests (each within the span from
     just before its call to just after its reply): every decision those spans settle, and its
-    reset_ms (the counter's PTTL), must be what echomq gives. Nothing here needs the run to keep
+    reset_ms (the counter's PTTL + 1), must be what echomq gives. Nothing here needs the run to keep
     time; on an idle machine the spans settle nearly every decision.
     """
     limit, window_ms = 3, 425

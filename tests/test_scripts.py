@@ -26,17 +26,18 @@ def test_echomq_window_starts_at_first_hit_and_is_never_rearmed(clock, fake):
     a = decide(emq, clock, "q", 500)
     b = decide(emq, clock, "q", 1200)
     assert (a.allowed, b.allowed) == (True, True)
-    assert b.reset_ms == 300  # the second increment did not re-arm the expiry
+    # the second increment did not re-arm the expiry (PTTL 300: gone 301 ms on)
+    assert b.reset_ms == 301
     c = decide(emq, clock, "q", 1499)
-    assert not c.allowed and c.retry_after_ms == 1 and c.count == 2
+    assert not c.allowed and c.retry_after_ms == 2 and c.count == 2
     clock.t_ms = 1499
     assert emq.rate_limit_ttl("q", 1499) == 1
     assert fake.client.hget(meta, "max") == b"2"
     d = decide(emq, clock, "q", 1500)  # at exactly expire-at the counter still exists, PTTL 0
-    assert not d.allowed and d.retry_after_ms == 0
+    assert not d.allowed and d.retry_after_ms == 1
     assert emq.rate_limit_ttl("q", 1500) == 0
     e = decide(emq, clock, "q", 1501)
-    assert e.allowed and e.count == 1 and e.reset_ms == 1000
+    assert e.allowed and e.count == 1 and e.reset_ms == 1001
     assert fake.client.pttl(counter) == 1000
 
 

@@ -183,7 +183,7 @@ class Limiter:
         cls, limit: int, window_ms: int, params: Mapping[str, float]
     ) -> tuple[tuple[str, int, int], ...]:
         """Several policies behind one decision, as ``(name, limit, window_ms)`` for the header
-        fields (:func:`~simulator.headers.policy_fields`); empty (the default) for one policy."""
+        fields (:func:`~simulator.headers.several_policies`); empty (the default) for one policy."""
         return ()
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:

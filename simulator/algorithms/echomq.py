@@ -40,14 +40,18 @@ class EchoMQRef(Reference):
         if expire_at < now_ms:  # gone only once now is past expire-at
             count, expire_at = 0, -1
         if count + cost > limit:
-            ttl = expire_at - now_ms if count else -2  # PTTL of a key that is not there
-            return Decision(False, float(count), limit, 0, ttl, NEVER if cost > limit else ttl)
+            # the key lives through its expire-at: the budget is back one ms after (none: now)
+            reset = expire_at - now_ms + 1 if count else 0
+            left = max(0, limit - count)
+            return Decision(
+                False, float(count), limit, left, reset, NEVER if cost > limit else reset
+            )
         was = count
         count += cost
         if was == 0:
             expire_at = now_ms + self.window_ms
         self.counters[client] = (count, expire_at)
-        return Decision(True, float(count), limit, limit - count, expire_at - now_ms, 0)
+        return Decision(True, float(count), limit, limit - count, expire_at - now_ms + 1, 0)
 
 
 def bulk(

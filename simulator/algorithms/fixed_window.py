@@ -30,7 +30,8 @@ class FixedWindowRef(Reference):
         key = (client, now_ms // w)
         reset = w - now_ms % w
         if cost > limit:  # never admitted, so not counted
-            return Decision(False, float(self.counts.get(key, 0)), limit, 0, reset, NEVER)
+            count = self.counts.get(key, 0)
+            return Decision(False, float(count), limit, max(0, limit - count), reset, NEVER)
         count = self.counts.get(key, 0) + cost
         self.counts[key] = count
         if count <= limit:

@@ -29,6 +29,13 @@ __all__ = ["GCRA", "GCRARef", "BURST"]
 BURST = Param("burst", lambda limit, window_ms: limit, unit="requests", minimum=1, integer=True)
 
 
+def _units_left(tat: float, now: int, interval: float, tau: float) -> int:
+    """Requests of cost 1 the schedule at ``tat`` still admits at ``now``: the first iff
+    ``now >= (tat + interval) - tau``, as a decision compares it, one more per interval past."""
+    unit_at = tat + 1 * interval - tau
+    return math.floor((now - unit_at) / interval) + 1 if now >= unit_at else 0
+
+
 def _step(
     tat: float, now: int, cost: int, burst: int, interval: float, tau: float
 ) -> tuple[bool, float, int, int, int, float]:
@@ -38,12 +45,20 @@ def _step(
     level = (tau - (tat - now)) / interval
     new_tat = tat + cost * interval
     allow_at = new_tat - tau
+    # requests of cost 1 left, counted as the decision counts them (a refusal stores nothing)
+    left = _units_left(tat, now, interval, tau)
     if cost > burst:
-        return False, level, 0, math.ceil(tat - now), NEVER, tat
+        return False, level, left, math.ceil(tat - now), NEVER, tat
     if now < allow_at:
-        return False, level, 0, math.ceil(tat - now), math.ceil(allow_at - now), tat
-    remaining = math.floor((now - allow_at) / interval)
-    return True, level, remaining, math.ceil(new_tat - now), 0, new_tat
+        return False, level, left, math.ceil(tat - now), math.ceil(allow_at - now), tat
+    return (
+        True,
+        level,
+        _units_left(new_tat, now, interval, tau),
+        math.ceil(new_tat - now),
+        0,
+        new_tat,
+    )
 
 
 class GCRARef(Reference):

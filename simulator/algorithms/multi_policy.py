@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from simulator.algorithms.base import NEVER, Limiter, Param, Reference, cost_field
-from simulator.headers import policy_fields
+from simulator.headers import several_policies
 from simulator.keys import hash_tag
 from simulator.records import Decision
 from simulator.scenario import MAX_WINDOW_MS
@@ -143,7 +143,9 @@ def policy_headers(
     """The draft's fields for a decision of :class:`MultiPolicy`: both policies in
     ``RateLimit-Policy`` (``"short"`` and ``"long"``), the binding one in ``RateLimit`` (told by
     the decision's limit; the short one when both limits are equal)."""
-    return policy_fields(row, (("short", limit, window_ms), ("long", long_limit, long_window_ms)))
+    return several_policies(
+        row, (("short", limit, window_ms), ("long", long_limit, long_window_ms))
+    )
 
 
 def naive_decide(

@@ -34,18 +34,30 @@ class SlidingCounterRef(Reference):
         prev = self.counts.get((client, idx - 1), 0)
         estimate = cur + prev * (w - elapsed) / w  # same operations, same order as the Lua
         reset = w - elapsed
+
+        def reset_for(c: int) -> int:
+            # the grid end, unless a request of cost 1 would still be refused there
+            if c + prev * (w - elapsed) / w < limit:
+                wait = 0
+            elif c < limit:
+                wait = math.floor((w * prev - (limit - c) * w) / prev) + 1 - elapsed
+            else:
+                wait = reset + math.floor((w * c - limit * w) / c) + 1
+            return max(reset, wait)
+
         room = limit - cost + 1
         if cost <= limit and estimate < room:
             self.counts[(client, idx)] = cur + cost
             remaining = max(0, math.ceil(limit - (estimate + cost)))
-            return Decision(True, estimate, limit, remaining, reset, 0)
+            return Decision(True, estimate, limit, remaining, reset_for(cur + cost), 0)
         if cost > limit:
             wait = NEVER
         elif cur < room:
             wait = math.floor((w * prev - (room - cur) * w) / prev) + 1 - elapsed
         else:
             wait = reset + math.floor((w * cur - room * w) / cur) + 1
-        return Decision(False, estimate, limit, 0, reset, wait)
+        left = max(0, math.ceil(limit - estimate))  # a refusal counts nothing
+        return Decision(False, estimate, limit, left, reset_for(cur), wait)
 
 
 def bulk(

@@ -45,10 +45,11 @@ class SlidingLogRef(Reference):
             log.extend([now_ms] * cost)
             return Decision(True, float(count), limit, limit - count - cost, log[0] + w - now_ms, 0)
         reset = log[0] + w - now_ms if log else 0
+        left = max(0, limit - count)  # a refusal logs nothing
         if cost > limit:
-            return Decision(False, float(count), limit, 0, reset, NEVER)
+            return Decision(False, float(count), limit, left, reset, NEVER)
         return Decision(
-            False, float(count), limit, 0, reset, log[count + cost - limit - 1] + w - now_ms
+            False, float(count), limit, left, reset, log[count + cost - limit - 1] + w - now_ms
         )
 
 

@@ -41,9 +41,16 @@ def _step(
         filled = burst
     allowed = cost <= filled
     left = filled - cost if allowed else filled
-    reset = math.ceil((burst - left) / rate)
-    retry = 0 if allowed else (math.ceil((cost - filled) / rate) if cost <= burst else NEVER)
+    # a later refill is left + elapsed * rate: the ms by division may fall a rounding short
+    reset = _when(left, burst, rate)
+    retry = 0 if allowed else (_when(filled, cost, rate) if cost <= burst else NEVER)
     return allowed, filled, left, reset, retry, now + reset + 1
+
+
+def _when(level: float, want: float, rate: float) -> int:
+    """Whole ms until ``level + ms x rate`` reaches ``want``, computed as a refill computes it."""
+    ms = math.ceil((want - level) / rate)
+    return ms + 1 if level + ms * rate < want else ms
 
 
 class TokenBucketRef(Reference):

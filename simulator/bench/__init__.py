@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from simulator.bench.accuracy import bench_accuracy
 from simulator.bench.clients import bench_clients
+from simulator.bench.compare import bench_compare
 from simulator.bench.core import bench_clock, bench_core
 from simulator.bench.explorer import bench_explorer
 from simulator.bench.fake import bench_fake
@@ -36,5 +37,6 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "clients": bench_clients,
     "replay-stream": bench_replay_stream,
     "scale": bench_scale,
+    "compare": bench_compare,
     "explorer": bench_explorer,
 }

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simulator.backends import BackendError, ScriptError
-from simulator.cli import bench, burst, charts, check, memory, replay, sweep
+from simulator.cli import bench, burst, charts, check, compare, memory, replay, sweep
 from simulator.cli.args import UsageError, script_options, split_script
 from simulator.scenario import ConfigError
 from simulator.sweeps.run import SweepFailed
@@ -25,7 +25,7 @@ from simulator.traces import TraceError
 __all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
 
 #: The subcommands, in the order ``--help`` lists them.
-COMMANDS = (burst, replay, sweep, charts, memory, check, bench)
+COMMANDS = (burst, replay, compare, sweep, charts, memory, check, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.headers import policy_fields
+from simulator.headers import several_policies
 from simulator.records import Decisions, Row, http_headers
 
 __all__ = ["HEADER", "HEADER_FIELDS", "HeaderColumns"]
@@ -102,5 +102,5 @@ class HeaderColumns:
     def values(self, row: Row) -> tuple[str, ...]:
         fields = http_headers(row[3], self.style, self.window_ms, self.rate_limit, self.policy)
         if self.policies and self.style != "legacy":
-            fields.update(policy_fields(row[3], self.policies))
+            fields.update(several_policies(row[3], self.policies))
         return tuple(fields.get(name, "") for name in self.names())

@@ -22,6 +22,7 @@ from simulator.cli.args import (
     print_time_notes,
     without_commands,
 )
+from simulator.cli.replay_shards import add_shard_options
 from simulator.records import HEADER_STYLES
 
 __all__ = ["register", "cmd_replay"]
@@ -36,6 +37,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
         raise UsageError(str(exc)) from None
+    if args.headers is not None:
+        _check_header_policy(args)
+    if args.shards > 1:
+        from simulator.cli.replay_shards import replay_sharded
+
+        return replay_sharded(args)
     bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
     try:
         done, tally = _replay_through_files(args, bar_options)
@@ -52,6 +59,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _check_header_policy(args: argparse.Namespace) -> None:
+    """``--headers`` with a policy whose fields a header cannot hold is refused up front."""
+    from simulator.headers import check_policy
+
+    params = params_for(args.algorithm, args.param, strict=True)
+    declared = {p.name for p in ALGORITHMS[args.algorithm].params_declared}
+    burst = int(params.get("burst", args.limit)) if "burst" in declared else None
+    try:
+        check_policy(
+            args.limit, round(args.window * 1000), burst, names=("--limit", "--param burst")
+        )
+    except ValueError as exc:
+        raise UsageError(f"{exc}: too large for --headers") from None
 
 
 def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any]) -> tuple[Any, Any]:
@@ -226,4 +248,5 @@ def register(sub: Any) -> None:
         "per decision); decisions are the same either way",
     )
     add_script_option(p)
+    add_shard_options(p)
     p.set_defaults(func=cmd_replay)

@@ -6,7 +6,7 @@ Each study is a handful of :class:`~simulator.queue_budget.QueueScenario` runs a
   goes above max; the backlog waits, and every wait is a dequeue that put the job back.
 * ``pad``: deferring by exactly the PTTL wakes the job at the very millisecond the counter
   expires, when the key still exists (Redis deletes a key only once now is *past* its expiry):
-  the read says 0, the admit refuses with 0, and the job costs one more dequeue. One extra ms
+  the read says 0, the admit refuses (retry after 1 ms), and the job costs one more dequeue. One extra ms
   removes that dequeue.
 * ``global_vs_local``: K workers each holding an in-process counter let K times the budget
   through; the server counter holds max for every K.

@@ -14,8 +14,11 @@ ARGV[4]  cost       what this job counts (>= 1; 1 when absent)
 
 Returns {allowed 0|1, count, max, remaining, reset_ms, retry_after_ms}
   count           live counter compared with max (after the increment when admitted)
-  reset_ms        PTTL of the counter (-1 if it has no expiry)
-  retry_after_ms  the PTTL on a refusal, 0 when allowed; -1 (never) for a cost above max
+  remaining       what a request of cost 1 could still take now: max - count (refusals take nothing)
+  reset_ms        ms until the budget is whole again: the counter's PTTL + 1, since a key lives
+                  through the millisecond of its expiry and is gone only after it; 0 when there is
+                  no counter (nothing spent); -1 if the counter has no expiry
+  retry_after_ms  reset_ms on a refusal, 0 when allowed; -1 (never) for a cost above max
 Error when ARGV[2] is 0 and the meta hash has no max.
 ]]
 local max = tonumber(ARGV[2])
@@ -30,16 +33,25 @@ else
   redis.call('HSETNX', KEYS[2], 'max', max)
 end
 
+-- PTTL is -2 for a missing key (nothing spent: whole now) and -1 for one without expiry
+local function reset_of(ttl)
+  if ttl == -2 then return 0 end
+  if ttl < 0 then return ttl end
+  return ttl + 1
+end
+
 local live = tonumber(redis.call('GET', KEYS[1]) or '0')
 if live + cost > max then
-  local ttl = redis.call('PTTL', KEYS[1])
+  local reset = reset_of(redis.call('PTTL', KEYS[1]))
+  local left = max - live
+  if left < 0 then left = 0 end
   if cost > max then
-    return {0, live, max, 0, ttl, -1}
+    return {0, live, max, left, reset, -1}
   end
-  return {0, live, max, 0, ttl, ttl}
+  return {0, live, max, left, reset, reset}
 end
 local count = redis.call('INCRBY', KEYS[1], cost)
 if count == cost then
   redis.call('PEXPIRE', KEYS[1], window)
 end
-return {1, count, max, max - count, redis.call('PTTL', KEYS[1]), 0}
+return {1, count, max, max - count, reset_of(redis.call('PTTL', KEYS[1])), 0}

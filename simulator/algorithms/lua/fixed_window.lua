@@ -14,6 +14,7 @@ ARGV[4]  cost       what this request counts (>= 1; 1 when absent)
 
 Returns {allowed 0|1, count, limit, remaining, reset_ms, retry_after_ms}
   count           the counter after this hit (what was compared with the limit)
+  remaining       what a request of cost 1 could still take in this window
   reset_ms        milliseconds until this grid window ends
   retry_after_ms  same as reset_ms on a refusal, 0 when allowed; -1 (never) for a cost > limit
 ]]
@@ -24,7 +25,10 @@ local cost = tonumber(ARGV[4] or '1')
 local reset = window - (now % window)
 
 if cost > limit then
-  return {0, tonumber(redis.call('GET', KEYS[1]) or '0'), limit, 0, reset, -1}
+  local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+  local left = limit - count
+  if left < 0 then left = 0 end
+  return {0, count, limit, left, reset, -1}
 end
 local count = redis.call('INCRBY', KEYS[1], cost)
 if count == cost then

@@ -19,7 +19,8 @@ ARGV[5]  cost       what this request counts (>= 1; 1 when absent)
 Returns {allowed 0|1, level, burst, remaining, reset_ms, retry_after_ms}
   level           requests' worth the client could send before this one ((tau - (tat - now)) / T),
                   as a string ('%.17g')
-  remaining       whole requests left after this one
+  remaining       whole requests of cost 1 the client could still send now (a refusal stores
+                  nothing, so after one it is what was there before)
   reset_ms        ms until the bucket is full again (tat - now after this request)
   retry_after_ms  on a refusal, new_tat - tau - now rounded up (-1: never, cost > burst);
                   0 when allowed
@@ -38,12 +39,20 @@ local level = string.format('%.17g', (tau - (tat - now)) / interval)
 local new_tat = tat + cost * interval
 local allow_at = new_tat - tau
 
+-- what is left for requests of cost 1 after a schedule at t, counted as the decision counts:
+-- the first is admitted iff now >= (t + interval) - tau, one more for each interval past that
+local function units_left(t)
+  local unit_at = t + 1 * interval - tau
+  if now < unit_at then return 0 end
+  return math.floor((now - unit_at) / interval) + 1
+end
+local left = units_left(tat)
 if cost > burst then
-  return {0, level, burst, 0, math.ceil(tat - now), -1}
+  return {0, level, burst, left, math.ceil(tat - now), -1}
 end
 if now < allow_at then
-  return {0, level, burst, 0, math.ceil(tat - now), math.ceil(allow_at - now)}
+  return {0, level, burst, left, math.ceil(tat - now), math.ceil(allow_at - now)}
 end
 local reset = math.ceil(new_tat - now)
 redis.call('SET', KEYS[1], string.format('%.17g', new_tat), 'PX', reset)
-return {1, level, burst, math.floor((now - allow_at) / interval), reset, 0}
+return {1, level, burst, units_left(new_tat), reset, 0}

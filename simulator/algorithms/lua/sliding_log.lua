@@ -15,6 +15,7 @@ ARGV[5]  cost       what this request counts (>= 1; 1 when absent)
 
 Returns {allowed 0|1, count, limit, remaining, reset_ms, retry_after_ms}
   count           requests in the window before this one (what was compared with the limit)
+  remaining       what requests of cost 1 could still take now (a refusal logs nothing)
   reset_ms        ms until the oldest logged request leaves the window (one unit comes back)
   retry_after_ms  on a refusal, ms until enough entries have left for this cost (-1: never,
                   the cost exceeds the limit); 0 when allowed
@@ -42,9 +43,11 @@ local reset = 0
 if count > 0 then
   reset = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]) + window - now
 end
+local left = limit - count
+if left < 0 then left = 0 end
 if cost > limit then
-  return {0, count, limit, 0, reset, -1}
+  return {0, count, limit, left, reset, -1}
 end
 -- the entry whose leaving makes room for this cost: the (count + cost - limit)-th oldest
 local nth = tonumber(redis.call('ZRANGE', KEYS[1], count + cost - limit - 1, count + cost - limit - 1, 'WITHSCORES')[2])
-return {0, count, limit, 0, reset, nth + window - now}
+return {0, count, limit, left, reset, nth + window - now}

@@ -49,7 +49,10 @@ if cost <= filled then
   allowed = 1
   left = filled - cost
 end
+-- the refill a later request computes is left + elapsed * rate: where that falls a rounding
+-- short of the whole, the ms computed by division is one too early
 local reset = math.ceil((burst - left) / rate)
+if left + reset * rate < burst then reset = reset + 1 end
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', left), 'ts', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], reset + 1)
 
@@ -60,5 +63,6 @@ end
 local retry = -1
 if cost <= burst then
   retry = math.ceil((cost - filled) / rate)
+  if filled + retry * rate < cost then retry = retry + 1 end
 end
 return {0, level, burst, math.floor(left), reset, retry}

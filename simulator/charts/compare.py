@@ -1,0 +1,165 @@
+"""What a switch of limiter would change: flips over time, who they fall on, the scorecard.
+
+Frames in (a :func:`simulator.comparison.compare` scorecard, with its timeline, and its
+per-client table), Figures out; each configuration in its algorithm's colour.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from simulator.charts import PALETTE, save, subplots
+
+__all__ = [
+    "flips_over_time_figure",
+    "client_flips_figure",
+    "scorecard_figure",
+    "save_compare_charts",
+]
+
+_REFUSED = "#444444"  # flips to refused: somebody who got through before and would not now
+_GREY = "#999999"
+
+
+def _colour(algorithm: str) -> str:
+    try:
+        return PALETTE[algorithm]
+    except KeyError:
+        return _GREY
+
+
+def _candidates(scorecard: pd.DataFrame) -> pd.DataFrame:
+    return scorecard[scorecard["role"] == "candidate"]
+
+
+def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
+    """One row per candidate on a shared time axis: flips to admitted above the line (in the
+    candidate's colour), flips to refused below it (dark), in ``bins`` spans of time."""
+    timeline = scorecard.attrs["timeline"]
+    rows = _candidates(scorecard)
+    t0 = int(timeline["t_ms"].min())
+    span_h = (int(timeline["t_ms"].max()) - t0) / 3_600_000
+    hours = span_h >= 3
+    fig, axes = subplots(
+        len(rows), 1, figsize=(10, 1.8 * len(rows) + 1), sharex=True, squeeze=False
+    )
+    edges = np.linspace(0, max(span_h, 1e-9), bins + 1) if hours else None
+    for ax, row in zip(axes[:, 0], rows.to_dict("records"), strict=True):
+        t = timeline[timeline["candidate"] == row["candidate"]]
+        x = (t["t_ms"].to_numpy() - t0) / (3_600_000 if hours else 1000)
+        if edges is None:
+            edges_here = np.linspace(0, max(float(x.max()), 1e-9), bins + 1)
+        else:
+            edges_here = edges
+        up, _ = np.histogram(x, edges_here, weights=t["flips_to_admitted"])
+        down, _ = np.histogram(x, edges_here, weights=t["flips_to_refused"])
+        width = edges_here[1] - edges_here[0]
+        ax.bar(edges_here[:-1], up, width=width, align="edge", color=_colour(row["algorithm"]),
+               label=f"now admitted ({row['flips_to_admitted']:,})")  # fmt: skip
+        ax.bar(edges_here[:-1], -down, width=width, align="edge", color=_REFUSED,
+               label=f"now refused ({row['flips_to_refused']:,})")  # fmt: skip
+        ax.axhline(0, color="black", lw=0.6)
+        ax.set_title(row["candidate"], fontsize=10, loc="left")
+        ax.set_ylabel("flips", fontsize=9)
+        ax.legend(loc="upper right", fontsize=8, frameon=False, ncol=2)
+    axes[-1, 0].set_xlabel(
+        "hours since the trace's first request"
+        if hours
+        else "seconds since the trace's first request"
+    )
+    base = scorecard.iloc[0]["candidate"]
+    fig.suptitle(
+        f"Which requests each candidate decides differently from {base}, over time", fontsize=11
+    )
+    fig.tight_layout()
+    return fig
+
+
+def client_flips_figure(scorecard: pd.DataFrame, clients: pd.DataFrame, top: int = 12) -> Figure:
+    """One panel per candidate: the ``top`` clients it affects most, their flips each way."""
+    rows = _candidates(scorecard)
+    fig, axes = subplots(
+        1, len(rows), figsize=(4.2 * len(rows) + 1, 0.32 * top + 1.6), squeeze=False
+    )
+    for ax, row in zip(axes[0], rows.to_dict("records"), strict=True):
+        mine = clients[clients["candidate"] == row["candidate"]].head(top).iloc[::-1]
+        y = np.arange(len(mine))
+        ax.barh(y, mine["flips_to_admitted"], color=_colour(row["algorithm"]), label="now admitted")
+        ax.barh(
+            y,
+            mine["flips_to_refused"],
+            left=mine["flips_to_admitted"],
+            color=_REFUSED,
+            label="now refused",
+        )
+        ax.set_yticks(
+            y,
+            [str(c).encode("utf-8", "backslashreplace").decode() for c in mine["client"]],
+            fontsize=8,
+        )
+        ax.set_xlabel("requests flipped")
+        affected = row["clients_affected"]
+        ax.set_title(f"{row['candidate']}\n{affected:,} clients affected", fontsize=9)
+        if len(mine):
+            ax.legend(loc="lower right", fontsize=8, frameon=False)
+    fig.suptitle("The clients who would notice: most flips first", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+_PANELS = (
+    ("refused", "refused requests"),
+    ("flips_to_refused", "flips to refused"),
+    ("flips_to_admitted", "flips to admitted"),
+    ("wrongly_admitted", "admitted, exact log refuses"),
+    ("wrongly_refused", "refused, exact log admits"),
+    ("most_in_window_ratio", "most in one window / limit"),
+    ("retry_after_p99_s", "Retry-After p99 (s)"),
+    ("bytes_per_active_client", "bytes per active client"),
+)
+
+
+def scorecard_figure(scorecard: pd.DataFrame) -> Figure:
+    """The scorecard side by side: one panel per figure, one bar per configuration (the
+    baseline hatched), its value written on it."""
+    fig, axes = subplots(2, 4, figsize=(13, 2.2 + 0.35 * len(scorecard) * 2), squeeze=False)
+    names = list(scorecard["candidate"])
+    y = np.arange(len(names))[::-1]
+    for ax, (column, title) in zip(axes.ravel(), _PANELS, strict=True):
+        values = scorecard[column].astype(float).to_numpy()
+        colours = [_colour(a) for a in scorecard["algorithm"]]
+        bars = ax.barh(y, np.nan_to_num(values), color=colours)
+        bars[0].set_hatch("//")
+        top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+        ax.set_xlim(0, (top or 1.0) * 1.35)  # room for the figure written after each bar
+        for yi, v in zip(y, values, strict=True):
+            text = "-" if np.isnan(v) else (f"{v:,.0f}" if float(v).is_integer() else f"{v:,.2f}")
+            ax.annotate(
+                text, (0 if np.isnan(v) else v, yi), xytext=(3, 0), textcoords="offset points",
+                va="center", fontsize=8,
+            )  # fmt: skip
+        ax.set_title(title, fontsize=9)
+        ax.set_yticks(y, names if ax in axes[:, 0] else [""] * len(names), fontsize=8)
+    fig.suptitle(
+        f"Scorecard: {scorecard.iloc[0]['candidate']} (hatched, the baseline) beside each candidate",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def save_compare_charts(
+    scorecard: pd.DataFrame, clients: pd.DataFrame, out_dir: str | Path
+) -> list[Path]:
+    """The three charts as PNG and SVG under ``out_dir``: compare_flips_over_time,
+    compare_client_flips, compare_scorecard. The PNG paths."""
+    figures = {
+        "compare_flips_over_time": flips_over_time_figure(scorecard),
+        "compare_client_flips": client_flips_figure(scorecard, clients),
+        "compare_scorecard": scorecard_figure(scorecard),
+    }
+    return [save(fig, name, out_dir)[0] for name, fig in figures.items()]

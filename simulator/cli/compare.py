@@ -1,0 +1,300 @@
+"""``python -m simulator compare TRACE --baseline SPEC --candidate SPEC ...``: which limiter for
+this traffic? Each candidate replayed over the trace with the real Lua, scored side by side."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from simulator.cli.args import (
+    UsageError,
+    add_backend_options,
+    add_script_option,
+    positive_int,
+    scheduler_address,
+)
+
+__all__ = ["register", "cmd_compare", "format_scorecard", "format_clients"]
+
+#: The scorecard columns printed (the CSV has them all).
+_SHOWN = (
+    ("candidate", "candidate"),
+    ("admitted", "admitted"),
+    ("refused", "refused"),
+    ("flips_to_refused", "→refused"),
+    ("flips_to_admitted", "→admitted"),
+    ("clients_affected", "clients"),
+    ("wrongly_admitted", "wrong adm"),
+    ("wrongly_refused", "wrong ref"),
+    ("most_in_window_ratio", "most/limit"),
+    ("retry_after_p50_s", "RA p50 s"),
+    ("retry_after_p99_s", "RA p99 s"),
+    ("bytes_per_active_client", "B/client"),
+    ("peak_active_clients", "peak clients"),
+)
+
+
+def _cell(value: Any, digits: int = 2) -> str:
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "-"
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def format_scorecard(scorecard: Any) -> str:
+    """The scorecard as a text table, one line per configuration, the notes beneath."""
+    header = [label for _, label in _SHOWN]
+    rows = [
+        [_cell(r[c], 3 if c.endswith("_s") else 2) for c, _ in _SHOWN]
+        for r in scorecard.to_dict("records")
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = [
+        "  ".join(
+            h.ljust(w) if i == 0 else h.rjust(w)
+            for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
+    ]
+    for r in rows:
+        lines.append(
+            "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w)
+                for i, (v, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+    for r in scorecard.to_dict("records"):
+        notes = []
+        if r["depends_on"]:
+            notes.append(f"depends on the {r['depends_on']}")
+        if r["server_cpu_us_per_decision"] == r["server_cpu_us_per_decision"]:
+            notes.append(f"server CPU {r['server_cpu_us_per_decision']:.2f} µs per decision")
+        if r["bytes_per_client_on_server"] == r["bytes_per_client_on_server"]:
+            notes.append(
+                f"{r['bytes_per_client_on_server']:,.0f} bytes per client weighed on the server "
+                "(MEMORY USAGE of the keys alive at the end)"
+            )
+        if r["refused_never"]:
+            notes.append(f"{r['refused_never']:,} refusals can never pass (cost over the limit)")
+        if notes:
+            lines.append(f"  {r['candidate']}: " + "; ".join(notes))
+    return "\n".join(lines)
+
+
+def _shown(client: str) -> str:
+    """A client id for the terminal: bytes that are not UTF-8 as ``\\xff`` escapes (the CSV
+    files keep the bytes themselves)."""
+    return client.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def format_clients(clients: Any, top: int) -> str:
+    """The ``top`` clients each candidate affects most: who, how many flips each way, when."""
+    from datetime import UTC, datetime
+
+    def when(t_ms: int) -> str:
+        if t_ms >= 10**11:  # an access log's times: ms since the epoch
+            return datetime.fromtimestamp(t_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return f"{t_ms / 1000:,.3f} s"
+
+    lines = []
+    for name, rows in clients.groupby("candidate", sort=False):
+        lines.append(f"most affected by {name} ({len(rows):,} clients):")
+        for r in rows.head(top).to_dict("records"):
+            lines.append(
+                f"  {_shown(r['client'])}: {r['flips']:,} of {r['requests']:,} requests flipped "
+                f"({r['flips_to_refused']:,} now refused, {r['flips_to_admitted']:,} now admitted), "
+                f"{when(r['first_flip_t_ms'])} to {when(r['last_flip_t_ms'])}"
+            )
+    return "\n".join(lines)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from simulator.cli.runs import OutputError, check_output, open_backend, sigterm_interrupts
+    from simulator.comparison import compare, load_candidates, parse_spec
+    from simulator.comparison.spec import resolve_candidates
+
+    baseline = parse_spec(args.baseline, what="--baseline")
+    candidates = [parse_spec(text, baseline, "--candidate") for text in args.candidate]
+    for path in args.candidates:
+        candidates += load_candidates(path, baseline)
+    if not candidates:
+        raise UsageError("give at least one --candidate SPEC or --candidates FILE.toml")
+    resolve_candidates(baseline, candidates)  # a label given twice, before anything is read
+    for out in (args.out, args.clients_out):
+        try:
+            check_output(out, args.trace)  # before anything is computed
+        except OutputError as exc:
+            raise UsageError(str(exc)) from None
+    if args.backend != "fakeredis" and args.scheduler is not None:
+        raise UsageError(
+            "--scheduler runs shards on fake servers of their own; on a real server (--backend) "
+            "the shards run here, one after another: leave --scheduler out"
+        )
+    total = len(candidates) + 1
+    finished: list[dict[str, Any]] = []
+    try:
+        with sigterm_interrupts(), open_backend(args.backend) as backend:
+            real = None if backend.virtual_time else backend
+            with tqdm(
+                desc=f"read {args.trace.name}", unit="req", file=sys.stderr, disable=None
+            ) as bar:
+                tasks_done: list[str] = []
+
+                def on_task(part: Any) -> None:
+                    tasks_done.append(part.candidate)
+                    bar.set_description(f"{len(tasks_done)} tasks done ({total} configurations)")
+
+                scorecard, clients = compare(
+                    args.trace,
+                    baseline,
+                    candidates,
+                    fmt=args.format,
+                    shards=args.shards,
+                    scheduler=args.scheduler,
+                    backend=real,
+                    on_progress=bar.update,
+                    on_task=on_task,
+                    on_row=finished.append,
+                )
+    except BaseException:  # Ctrl-C, SIGTERM, a failed server or script: keep what was finished
+        _keep_finished(args, finished, total)
+        raise
+    facts = scorecard.attrs["trace"]
+    step = facts["resolution_ms"]
+    shown = f"{step / 1000:g} s" if step >= 1000 else f"{step} ms"
+    print(
+        f"{args.trace}: {facts['requests']:,} requests from {facts['clients']:,} clients over "
+        f"{(facts['t_max_ms'] - facts['t_min_ms']) / 1000:,.0f} s; time resolution {shown}"
+        + (" (requests within one step are decided in file order)" if step > 1 else "")
+    )
+    print(format_scorecard(scorecard))
+    if len(clients):
+        print()
+        print(format_clients(clients, args.top))
+    if args.out is not None:
+        scorecard.to_csv(args.out, index=False)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.clients_out is not None:
+        clients.to_csv(args.clients_out, index=False, encoding="utf-8", errors="surrogateescape")
+        print(f"wrote {args.clients_out}", file=sys.stderr)
+    if args.charts is not None:
+        from simulator.charts.compare import save_compare_charts
+
+        for path in save_compare_charts(scorecard, clients, args.charts):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _keep_finished(args: argparse.Namespace, rows: list[dict[str, Any]], total: int) -> None:
+    """The run stopped early: the configurations finished are printed, and written to
+    ``--out``."""
+    if not rows:
+        return
+    import pandas as pd
+
+    from simulator.comparison import SCORE_COLUMNS
+
+    done = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
+    print(format_scorecard(done))
+    where = ""
+    if args.out is not None:
+        done.to_csv(args.out, index=False)
+        where = f"; written to {args.out}"
+    print(
+        f"{len(rows)} of {total} configurations were finished before the stop{where}",
+        file=sys.stderr,
+    )
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder that exists")
+    return path
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="which limiter for this traffic? candidates scored against a baseline",
+        description="Replays TRACE through the baseline and every candidate (the real Lua "
+        "scripts) and scores each candidate decision for decision: flips against the "
+        "baseline (admitted before and refused now, and the reverse), errors against the exact "
+        "sliding log of its own limit and window, Retry-After percentiles, the most admitted "
+        "in one window, memory per active client (measured on Valkey) and, on a real server, "
+        "server CPU per decision. SPEC is ALGORITHM:key=value,... e.g. "
+        "sliding_counter:limit=100,window=60 or token_bucket:limit=100,window=60,burst=20 "
+        "(window in seconds; a candidate without limit or window takes the baseline's).",
+    )
+    p.add_argument(
+        "trace",
+        type=Path,
+        metavar="TRACE",
+        help="CSV with header t_ms,client[,cost], or an access log with --format clf",
+    )
+    p.add_argument(
+        "--format",
+        choices=("csv", "clf"),
+        default="csv",
+        help="csv (t_ms,client[,cost]) or clf (Apache/Nginx access log; client = remote host)",
+    )
+    p.add_argument("--baseline", required=True, metavar="SPEC", help="the configuration now")
+    p.add_argument(
+        "--candidate", action="append", default=[], metavar="SPEC", help="a candidate (repeatable)"
+    )
+    p.add_argument(
+        "--candidates",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE.toml",
+        help="candidates as [[candidate]] tables (algorithm, limit, window, own parameters, name)",
+    )
+    p.add_argument("--out", type=Path, default=None, metavar="SCORE.csv", help="the scorecard CSV")
+    p.add_argument(
+        "--clients-out",
+        type=Path,
+        default=None,
+        metavar="FILE.csv",
+        help="every client a candidate decided differently from the baseline, as CSV",
+    )
+    p.add_argument(
+        "--charts",
+        type=_folder,
+        default=None,
+        metavar="DIR",
+        help="write the charts (flips over time, flips per client, the scorecard) as PNG and SVG in this folder",
+    )
+    p.add_argument(
+        "--top",
+        type=positive_int,
+        default=5,
+        metavar="N",
+        help="clients listed per candidate (default 5)",
+    )
+    p.add_argument(
+        "--shards",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="split the trace by client into N shards (each its own fake server); the same "
+        "scorecard as one shard",
+    )
+    p.add_argument(
+        "--scheduler",
+        type=scheduler_address,
+        default=None,
+        metavar="ADDRESS",
+        help="run candidates x shards as Dask tasks: local (a LocalCluster), tcp://HOST:PORT "
+        "(the workers must see this machine's temporary folder: TMPDIR on a shared disk) or "
+        "serial; default: here, one after another",
+    )
+    add_backend_options(p)
+    add_script_option(p)
+    p.set_defaults(func=cmd_compare)

@@ -1,0 +1,133 @@
+"""``replay --shards N``: a trace split by client, the shards replayed at once, one CSV out.
+
+A per-client limiter decides each client's requests from that client's requests alone, so the
+trace is dealt by client into shards (:mod:`simulator.comparison.split`: every request of one
+client in one shard, each shard in time order with each request's line), each shard is replayed
+on a fake server of its own - here one after another, or as Dask tasks (``--scheduler``) - and
+each writes its decisions to a file of its own. The decisions are then written out in input
+order through the same writer as the serial replay (what is out of order is sorted on disk), so
+the output is the serial replay's, byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+import tempfile
+from typing import Any
+
+from simulator.cli.args import UsageError, positive_int, scheduler_address
+
+__all__ = ["add_shard_options", "replay_sharded"]
+
+#: One shard's replay as a task takes it: algorithm, limit, window_ms, params, the shard file,
+#: the file for its decisions and the user's script, if the algorithm is one.
+ShardReplay = tuple[str, int, int, dict[str, float], str, str, Any]
+
+
+def add_shard_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--shards",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="split the trace by client into N shards, each replayed on a fake server of its "
+        "own (fakeredis only; the same output as one); default 1",
+    )
+    p.add_argument(
+        "--scheduler",
+        type=scheduler_address,
+        default=None,
+        metavar="ADDRESS",
+        help="with --shards: run the shards as Dask tasks, local (a LocalCluster) or "
+        "tcp://HOST:PORT (the workers must see TMPDIR); default: here, one after another",
+    )
+
+
+def _replay_shard(task: ShardReplay) -> int:
+    """One shard on a fake server of its own (here or on a worker): its decisions, a pickled
+    batch per pipeline, into its file. The number of decisions."""
+    from simulator.backends import FakeRedisBackend
+    from simulator.comparison.split import read_shard
+    from simulator.playback import replay_requests
+    from simulator.userscripts.shipping import install
+
+    algorithm, limit, window_ms, params, shard_file, out_file, script = task
+    install(script)
+    with open(out_file, "wb") as fh:
+        done = replay_requests(
+            read_shard(shard_file),
+            algorithm,
+            limit,
+            window_ms,
+            FakeRedisBackend(),
+            on_rows=lambda rows: pickle.dump(rows, fh, pickle.HIGHEST_PROTOCOL),
+            params=params,
+        )
+    return done.decided
+
+
+def _batches(path: str) -> Any:
+    with open(path, "rb") as fh:
+        while True:
+            try:
+                yield pickle.load(fh)
+            except EOFError:
+                return
+
+
+def replay_sharded(args: argparse.Namespace) -> int:
+    """``replay`` with ``--shards N`` (N > 1)."""
+    from simulator.cli.args import params_for
+    from simulator.cli.output import DecisionCsv, HeaderColumns
+    from simulator.cli.runs import OutputError, sigterm_interrupts
+    from simulator.cli.tally import ReplayTally
+    from simulator.comparison.split import MAX_SHARDS, split_trace
+    from simulator.shards import not_per_client
+    from simulator.spool import SpoolError
+    from simulator.userscripts.shipping import shipped
+    from simulator.workers import SERIAL, dask_client, run_tasks
+
+    if args.shards > MAX_SHARDS:
+        raise UsageError(f"--shards: at most {MAX_SHARDS}, got {args.shards}")
+    if args.backend != "fakeredis":
+        raise UsageError("--shards: each shard runs on a fake server of its own (fakeredis)")
+    why = not_per_client(args.algorithm)
+    if why is not None:
+        raise UsageError(f"--shards: {why}")
+    window_ms = round(args.window * 1000)
+    params = params_for(args.algorithm, args.param, strict=True)
+    tally = ReplayTally()
+    try:
+        with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
+            split = split_trace(args.trace, args.format, workdir, args.shards)
+            script = shipped(args.algorithm)
+            tasks: list[ShardReplay] = [
+                (args.algorithm, args.limit, window_ms, params, str(f), f"{f}.out", script)
+                for k, f in enumerate(split.shard_files)
+                if split.shard_requests[k]
+            ]
+            with dask_client(SERIAL if args.scheduler is None else args.scheduler) as client:
+                for _, _, exc in run_tasks(client, _replay_shard, tasks):
+                    if exc is not None:
+                        raise exc
+            headers = None
+            if args.headers is not None:
+                headers = HeaderColumns(args.headers, args.algorithm, window_ms, args.limit)
+            # In input order, as the serial replay writes: each shard's rows are sorted back.
+            sink = DecisionCsv(args.out, False, None, workdir, costs=split.costs, headers=headers)
+            complete = False
+            try:
+                for task in tasks:
+                    for rows in _batches(task[5]):
+                        tally(rows)
+                        sink(rows)
+                complete = True
+            finally:
+                sink.close(complete)
+    except (SpoolError, OutputError) as exc:
+        raise UsageError(str(exc)) from None
+    where = f"; wrote {args.out}" if args.out else ""
+    print(f"{tally.summary(args.algorithm)} ({len(tasks)} shards){where}", file=sys.stderr)
+    return 0

@@ -1,0 +1,207 @@
+"""Which limiter for this traffic? Candidates replayed over a real log and scored side by side.
+
+:func:`compare` reads the trace once (every line checked, its time resolution found), deals it by
+client into shards, replays the baseline over every shard (the real Lua script, on a fake server
+of each shard's own, or on the run's real server), then every candidate over every shard beside
+the baseline's decisions and the exact log, and puts the shards' parts together. The tasks run
+here one after another, or on Dask (``scheduler``): candidates x shards at once. Either way the
+scorecard and the per-client table are the same, to the last figure.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.algorithms import ALGORITHMS
+from simulator.comparison.memory import MEMORY_SOURCE
+from simulator.comparison.score import (
+    Part,
+    Task,
+    merge_parts,
+    score_shard,
+)
+from simulator.comparison.scorecard import (
+    CLIENT_COLUMNS,
+    SCORE_COLUMNS,
+    client_table,
+    score_row,
+    time_notes,
+    timeline_frame,
+)
+from simulator.comparison.server import on_server
+from simulator.comparison.spec import Candidate, resolve_candidates
+from simulator.comparison.split import MAX_SHARDS, split_trace
+from simulator.scenario import ConfigError, check_int
+
+__all__ = ["compare", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
+
+
+def _run(
+    tasks: list[Task],
+    client: Any,
+    backend: Any,
+    on_task: Callable[[Part], None],
+) -> list[Part]:
+    """Every task's part, in the tasks' order: on ``backend`` here, or each on a fake server of
+    its own (here, or on the Dask ``client``'s workers)."""
+    from simulator.workers import run_tasks
+
+    parts: list[Part] = [None] * len(tasks)  # type: ignore[list-item]
+    if backend is not None and not backend.virtual_time:
+        for i, task in enumerate(tasks):
+            parts[i] = on_server(task, backend)
+            on_task(parts[i])
+        return parts
+    for i, part, exc in run_tasks(client, score_shard, tasks, scatter=client is not None):
+        if isinstance(exc, OSError) and client is not None:
+            raise ConfigError(
+                f"shard {tasks[i].shard_file}: a Dask worker could not read it ({exc}); "
+                "the workers must see this machine's temporary folder (TMPDIR on a disk "
+                "they share)"
+            ) from exc
+        if exc is not None:
+            raise exc
+        parts[i] = part
+        on_task(part)
+    return parts
+
+
+def compare(
+    trace: str | Path | pd.DataFrame,
+    baseline: str | Candidate,
+    candidates: Sequence[str | Candidate],
+    *,
+    fmt: str = "csv",
+    shards: int = 1,
+    scheduler: Any = None,
+    backend: Any = None,
+    workdir: str | Path | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    on_task: Callable[[Part], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Replay ``baseline`` and every candidate (SPEC strings ``ALGORITHM:limit=N,window=S,...``
+    or :class:`~simulator.comparison.spec.Candidate`) over ``trace`` (a file, ``fmt`` csv or
+    clf, or a frame with ``t_ms``, ``client`` and optionally ``cost``).
+
+    Returns ``(scorecard, clients)``: one row per configuration (the baseline first) with
+    :data:`SCORE_COLUMNS`, and one row per client a candidate decided differently from the
+    baseline with :data:`CLIENT_COLUMNS` (most flips first). ``scorecard.attrs`` holds the
+    trace's facts (``trace``: requests, clients, resolution, span) and the timeline
+    (``timeline``: per bucket and configuration, flips each way and clients holding state).
+
+    ``shards``: the trace dealt by client into that many shards, each replayed on a fake server
+    of its own; ``scheduler``: None (here, one task after another), ``"local"`` (a Dask
+    LocalCluster), ``"tcp://HOST:PORT"`` or a ``distributed.Client`` (the shard files must be
+    readable by every worker: ``workdir`` on a shared folder). ``backend``: a real server to
+    replay on instead (the tasks then run here, one after another, each candidate's keys
+    deleted after it). ``on_task`` gets each task's part as it finishes; ``on_row`` each
+    configuration's scorecard row as soon as all its shards are done (the baseline's first), so
+    a caller keeps what was finished if the run is stopped.
+    """
+    base, others = resolve_candidates(baseline, candidates)
+    shards = check_int("compare", "shards", shards, 1, MAX_SHARDS)
+    everyone = [base, *others]
+    if shards > 1:
+        from simulator.shards import not_per_client
+
+        for c in everyone:
+            why = not_per_client(c.algorithm)
+            if why is not None:
+                raise ConfigError(f"compare.shards: {why}")
+    if backend is not None and not backend.virtual_time:
+        for c in everyone:
+            if ALGORITHMS[c.algorithm].uses_server_time:
+                raise ConfigError(
+                    f"{c.name}: {c.algorithm}'s window is the key's TTL, so on a real server it "
+                    "runs on real time; compare it on fakeredis (the virtual clock)"
+                )
+    from simulator.userscripts.shipping import shipped
+    from simulator.workers import SERIAL, check_scheduler, dask_client
+
+    check_scheduler(scheduler)
+
+    with tempfile.TemporaryDirectory(prefix="compare-", dir=workdir) as folder:
+        if isinstance(trace, pd.DataFrame):
+            path, fmt = _frame_to_csv(trace, Path(folder) / "trace.csv"), "csv"
+        else:
+            path = Path(trace)
+        split = split_trace(path, fmt, folder, shards, on_progress)
+        timeline = split.timeline(max(c.window_ms for c in everyone))
+
+        def tasks_for(c: Candidate, bits: np.ndarray | None) -> list[Task]:
+            return [
+                Task(c, k, str(f), bits, split.requests, timeline, shipped(c.algorithm))
+                for k, f in enumerate(split.shard_files)
+                if split.shard_requests[k]
+            ]
+
+        names = {c.name: c for c in everyone}
+        expected = {c.name: len(tasks_for(c, None)) for c in everyone}
+        finished: dict[str, list[Part]] = {}
+        merged_by_name: dict[str, Part] = {}
+
+        def take(part: Part) -> None:
+            if on_task is not None:
+                on_task(part)
+            got = finished.setdefault(part.candidate, [])
+            got.append(part)
+            if len(got) == expected[part.candidate]:
+                whole = merged_by_name[part.candidate] = merge_parts(got)
+                del finished[part.candidate]
+                if on_row is not None:
+                    c = names[part.candidate]
+                    on_row(score_row(c, whole, split, c is base))
+
+        real = backend is not None and not backend.virtual_time
+        with dask_client(SERIAL if scheduler is None or real else scheduler) as client:
+            _run(tasks_for(base, None), client, backend, take)
+            bits = merged_by_name[base.name].bits
+            _run([t for c in others for t in tasks_for(c, bits)], client, backend, take)
+    merged = [merged_by_name[c.name] for c in everyone]
+    scorecard = pd.DataFrame(
+        [
+            score_row(c, p, split, i == 0)
+            for i, (c, p) in enumerate(zip(everyone, merged, strict=True))
+        ],
+        columns=list(SCORE_COLUMNS),
+    )
+    clients = client_table(merged[1:])
+    scorecard.attrs["trace"] = {
+        "path": str(path) if not isinstance(trace, pd.DataFrame) else "(frame)",
+        "requests": split.requests,
+        "clients": split.clients,
+        "resolution_ms": split.resolution_ms,
+        "t_min_ms": split.t_min_ms,
+        "t_max_ms": split.t_max_ms,
+        "shards": shards,
+        "memory_source": MEMORY_SOURCE,
+    }
+    scorecard.attrs["timeline"] = timeline_frame(merged, timeline)
+    return scorecard, clients
+
+
+def _frame_to_csv(frame: pd.DataFrame, path: Path) -> Path:
+    """A trace frame as a CSV trace file (client ids kept byte for byte)."""
+    import csv
+
+    missing = [c for c in ("t_ms", "client") if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"trace: the frame lacks {', '.join(missing)}")
+    from simulator.traces import exact_t_ms
+
+    t_ms = exact_t_ms(frame["t_ms"].to_numpy()).tolist()
+    clients = [c if type(c) is str else str(c) for c in frame["client"].tolist()]
+    cost = frame["cost"].tolist() if "cost" in frame.columns else None
+    with path.open("w", newline="", encoding="utf-8", errors="surrogateescape") as fh:
+        w = csv.writer(fh)
+        w.writerow(["t_ms", "client"] + (["cost"] if cost is not None else []))
+        for i, (t, c) in enumerate(zip(t_ms, clients, strict=True)):
+            w.writerow([t, c] + ([cost[i]] if cost is not None else []))
+    return path
