@@ -60,11 +60,12 @@ CASES = [
     ("token_bucket", [0, 0, 1500], [(1, 5, None), (0, 10, None), (0, 4, "4")]),
     ("gcra", [0, 0, 1500], [(1, 5, None), (0, 10, None), (0, 4, "4")]),
     # refusals count: at 9999 the counter is 3, so the next window starts with 3 x 1 to fade
-    # below 2 (6668 ms); Retry-After 4 at 9999 is 1 ms to the seam plus 3334 ms of fading
+    # below 2: 1 ms to the seam plus 3334 ms of fading, t and Retry-After 4; at 10000 the
+    # refused hit makes the new window's counter 1 and 6668 ms of fading are left
     (
         "sliding_counter_all",
         [0, 0, 9999, 10_000],
-        [(1, 10, None), (0, 10, None), (0, 1, "4"), (0, 7, "7")],
+        [(1, 10, None), (0, 11, None), (0, 4, "4"), (0, 7, "7")],
     ),
     # INCREX's reply says nothing of the window's end: no t when admitted, and a refusal's
     # retry is the whole window, the longest wait there can be
@@ -267,6 +268,10 @@ REFUSED_WITH_ROOM = [
     ("sliding_counter", 3, 2),
     ("gcra", 3, 2),
     ("token_bucket", 3, 2),
+    ("sliding_counter_all", 4, 2),  # counts what it refuses: asked for more than it ever admits
+    ("increx", 3, 2),
+    ("increx_grid", 3, 2),
+    ("multi_policy", 3, 2),
 ]
 
 

@@ -36,7 +36,8 @@ __all__ = ["IncrexFirstHit", "IncrexGrid", "IncrexFirstHitRef", "IncrexGridRef"]
 def _decision(reply: Any, limit: int, window_ms: int) -> Decision:
     """One reply: INCREX's ``[counter, added]``, or GET's counter for a cost never admitted."""
     if not isinstance(reply, list | tuple):
-        return Decision(False, float(int(reply or 0)), limit, 0, -1, NEVER)
+        counter = int(reply or 0)
+        return Decision(False, float(counter), limit, max(0, limit - counter), -1, NEVER)
     counter, added = int(reply[0]), int(reply[1])
     if added:
         return Decision(True, float(counter), limit, limit - counter, -1, 0)
@@ -62,7 +63,7 @@ class IncrexFirstHitRef(Reference):
         if expire_at != -1 and expire_at < now_ms:
             count, expire_at = 0, -1
         if cost > limit:
-            return Decision(False, float(count), limit, 0, -1, NEVER)
+            return Decision(False, float(count), limit, max(0, limit - count), -1, NEVER)
         if count + cost > limit:
             return Decision(False, float(count), limit, max(0, limit - count), -1, w)
         count += cost

@@ -61,7 +61,7 @@ class MultiPolicyRef(Reference):
         binding, wait = -1, 0
         for i, (q, _) in enumerate(self.policies):
             if cost > q:
-                return Decision(False, float(counts[i]), q, 0, resets[i], NEVER)
+                return Decision(False, float(counts[i]), q, max(0, q - counts[i]), resets[i], NEVER)
             if counts[i] + cost > q and resets[i] > wait:
                 binding, wait = i, resets[i]
         if binding >= 0:

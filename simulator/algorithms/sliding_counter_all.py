@@ -21,13 +21,6 @@ from simulator.records import Decision
 __all__ = ["SlidingCounterAll", "SlidingCounterAllRef"]
 
 
-def _wait(cur: int, prev: int, room: int, w: int, elapsed: int) -> int:
-    """Ms until the estimate leaves ``room`` if nothing else arrives (``cur`` as counted)."""
-    if cur < room:
-        return math.floor((w * prev - (room - cur) * w) / prev) + 1 - elapsed
-    return (w - elapsed) + math.floor((w * cur - room * w) / cur) + 1
-
-
 class SlidingCounterAllRef(Reference):
     name = "sliding_counter_all"
 
@@ -42,14 +35,31 @@ class SlidingCounterAllRef(Reference):
         prev = self.counts.get((client, idx - 1), 0)
         estimate = cur + prev * (w - elapsed) / w  # same operations, same order as the Lua
         reset = w - elapsed
+
+        def reset_for(c: int) -> int:
+            # the grid end, unless a request of cost 1 would still be refused there
+            if c + prev * (w - elapsed) / w < limit:
+                wait = 0
+            elif c < limit:
+                wait = math.floor((w * prev - (limit - c) * w) / prev) + 1 - elapsed
+            else:
+                wait = reset + math.floor((w * c - limit * w) / c) + 1
+            return max(reset, wait)
+
         room = limit - cost + 1
-        if cost > limit:
-            return Decision(False, estimate, limit, 0, reset, NEVER)
-        self.counts[(client, idx)] = cur + cost  # admitted or not, it counts
+        if cost > limit:  # never admitted, so not counted
+            left = max(0, math.ceil(limit - estimate))
+            return Decision(False, estimate, limit, left, reset_for(cur), NEVER)
+        counted = cur + cost  # admitted or not, it counts
+        self.counts[(client, idx)] = counted
+        left = max(0, math.ceil(limit - (estimate + cost)))
         if estimate < room:
-            remaining = max(0, math.ceil(limit - (estimate + cost)))
-            return Decision(True, estimate, limit, remaining, reset, 0)
-        return Decision(False, estimate, limit, 0, reset, _wait(cur + cost, prev, room, w, elapsed))
+            return Decision(True, estimate, limit, left, reset_for(counted), 0)
+        if counted < room:
+            wait = math.floor((w * prev - (room - counted) * w) / prev) + 1 - elapsed
+        else:
+            wait = reset + math.floor((w * counted - room * w) / counted) + 1
+        return Decision(False, estimate, limit, left, reset_for(counted), wait)
 
 
 def bulk(

@@ -19,7 +19,8 @@ ARGV[6]  cost            what this request counts (>= 1; 1 when absent)
 
 Returns {allowed 0|1, count, limit, remaining, reset_ms, retry_after_ms, policy 1|2}
   count, limit, remaining, reset_ms  those of the binding policy (count after this request if
-                  admitted, else its counter as it stands)
+                  admitted, else its counter as it stands; remaining: what a request of cost 1
+                  could still take, a refusal counting nothing)
   retry_after_ms  0 when allowed; refused, ms until the refusing policies' cells end (the longest);
                   -1 (never) for a cost above either limit
   policy          1 for the short policy, 2 for the long one
@@ -38,7 +39,7 @@ end
 local binding, wait = 0, 0
 for i = 1, 2 do
   if cost > limits[i] then
-    return {0, counts[i], limits[i], 0, resets[i], -1, i}
+    return {0, counts[i], limits[i], math.max(0, limits[i] - counts[i]), resets[i], -1, i}
   end
   if counts[i] + cost > limits[i] and resets[i] > wait then
     binding, wait = i, resets[i]

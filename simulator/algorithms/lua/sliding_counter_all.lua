@@ -17,8 +17,10 @@ ARGV[4]  cost       what this request counts (>= 1; 1 when absent)
 
 Returns {allowed 0|1, estimate, limit, remaining, reset_ms, retry_after_ms}
   estimate        the estimate compared with the limit, as a string ('%.17g')
-  remaining       requests still admitted right now after this one
-  reset_ms        ms until the current grid window ends
+  remaining       requests of cost 1 still admitted right now after this one (a refused hit is
+                  counted too, so after one it is what is left once it has been)
+  reset_ms        ms until the current grid window ends, or, if a request of cost 1 would
+                  still be refused then, until one is admitted again if nothing else arrives
   retry_after_ms  on a refusal, ms until the estimate (this hit counted) leaves room for this cost
                   if nothing else arrives (-1: never, the cost exceeds the limit); 0 when allowed
 ]]
@@ -33,6 +35,25 @@ local prev = tonumber(redis.call('GET', KEYS[2]) or '0')
 local estimate = cur + prev * (window - elapsed) / window
 local reset = window - elapsed
 
+-- ms from now until a request of cost 1 is admitted if nothing else arrives, with the current
+-- window's counter at c: the same estimate, compared as a decision compares it
+local function unit_wait(c)
+  if c + prev * (window - elapsed) / window < limit then
+    return 0
+  end
+  if c < limit then
+    -- the previous window's share fades: first elapsed e with prev * (window - e) < (limit - c) * window
+    return math.floor((window * prev - (limit - c) * window) / prev) + 1 - elapsed
+  end
+  return reset + math.floor((window * c - limit * window) / c) + 1
+end
+-- the grid end is when the quota comes back, unless a request would still be refused there
+local function reset_for(c)
+  local wait = unit_wait(c)
+  if wait > reset then return wait end
+  return reset
+end
+
 -- room is what the estimate must stay under for this cost: limit for a single request
 local room = limit - cost + 1
 if cost <= limit and estimate < room then
@@ -42,23 +63,28 @@ if cost <= limit and estimate < room then
   end
   local remaining = math.ceil(limit - (estimate + cost))
   if remaining < 0 then remaining = 0 end
-  return {1, string.format('%.17g', estimate), limit, remaining, reset, 0}
+  return {1, string.format('%.17g', estimate), limit, remaining, reset_for(cur + cost), 0}
 end
 
+local left
 if cost > limit then
-  return {0, string.format('%.17g', estimate), limit, 0, reset, -1}
+  left = math.ceil(limit - estimate)
+  if left < 0 then left = 0 end
+  return {0, string.format('%.17g', estimate), limit, left, reset_for(cur), -1}
 end
 -- refused, and counted all the same
-cur = redis.call('INCRBY', KEYS[1], cost)
-if cur == cost then
+local counted = redis.call('INCRBY', KEYS[1], cost)
+if counted == cost then
   redis.call('PEXPIRE', KEYS[1], 2 * window)
 end
 local wait
-if cur < room then
-  -- the previous window's share fades: first elapsed e with prev * (window - e) < (room - cur) * window
-  wait = math.floor((window * prev - (room - cur) * window) / prev) + 1 - elapsed
+if counted < room then
+  -- the previous window's share fades: first elapsed e with prev * (window - e) < (room - counted) * window
+  wait = math.floor((window * prev - (room - counted) * window) / prev) + 1 - elapsed
 else
-  -- only the next window helps: there cur becomes prev
-  wait = reset + math.floor((window * cur - room * window) / cur) + 1
+  -- only the next window helps: there the counter becomes prev
+  wait = reset + math.floor((window * counted - room * window) / counted) + 1
 end
-return {0, string.format('%.17g', estimate), limit, 0, reset, wait}
+left = math.ceil(limit - (estimate + cost))
+if left < 0 then left = 0 end
+return {0, string.format('%.17g', estimate), limit, left, reset_for(counted), wait}
