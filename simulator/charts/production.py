@@ -5,12 +5,16 @@ are not algorithms, take role colours. Sized for a notebook column (10 in wide).
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from simulator.charts import LABELS, PALETTE, ROLE_COLOURS, order, subplots
+
+if TYPE_CHECKING:  # the study's setup, for its fields (charts never run a study)
+    from simulator.studies.production.outage import OutageSetup
 
 __all__ = [
     "policies_figure",
@@ -63,7 +67,7 @@ def policies_figure(frame: pd.DataFrame, summary: pd.DataFrame, window_ms: int) 
     return fig
 
 
-def outage_figure(frames: pd.DataFrame, summary: pd.DataFrame, setup: object) -> Figure:
+def outage_figure(frames: pd.DataFrame, summary: pd.DataFrame, setup: OutageSetup) -> Figure:
     """Admitted per second, one row per mode (and the server always up), the down and slow
     spans shaded, the limit's rate as a line."""
     algorithm = str(frames["algorithm"].iloc[0])
@@ -72,30 +76,30 @@ def outage_figure(frames: pd.DataFrame, summary: pd.DataFrame, setup: object) ->
     runs = [("server always up", first.assign(allowed=first["baseline"]))]
     runs += [(m, f) for m, f in frames.groupby("mode", sort=False)]
     fig, axes = subplots(len(runs), 1, figsize=(10, 1.7 * len(runs) + 1), sharex=True, sharey=True)
-    rate = setup.limit / (setup.window_ms / 1000)  # type: ignore[attr-defined]
+    rate = setup.limit / (setup.window_ms / 1000)
     rows = summary.set_index("mode")
     for ax, (mode, f) in zip(axes, runs, strict=True):
         p = _per(f.assign(any=0), "any", 1000)
         ax.bar(p["t_s"], p["admitted"], width=0.9, align="edge", color=colour)
         ax.axvspan(
             setup.down_from_ms / 1000, setup.down_until_ms / 1000, color="#000000", alpha=0.08
-        )  # type: ignore[attr-defined]
+        )
         ax.axvspan(
             setup.slow_from_ms / 1000, setup.slow_until_ms / 1000, color="#ff7f0e", alpha=0.08
-        )  # type: ignore[attr-defined]
+        )
         ax.axhline(rate, color="#555555", linestyle="--", linewidth=1)
         r = rows.loc[mode]
         ax.set_title(
             f"{mode}: {int(r['beyond_limit'])} admitted beyond the limit, "
             f"{int(r['false_refusals'])} false refusals, most in a window {int(r['most_in_window'])}"
-            f" (limit {setup.limit})",  # type: ignore[attr-defined]
+            f" (limit {setup.limit})",
             fontsize=9,
         )
         ax.set_ylabel("admitted\nper s", fontsize=9)
-    axes[0].text(setup.down_from_ms / 1000, rate * 1.05, " server down", fontsize=8, va="bottom")  # type: ignore[attr-defined]
-    axes[0].text(setup.slow_from_ms / 1000, rate * 1.05, " slow", fontsize=8, va="bottom")  # type: ignore[attr-defined]
+    axes[0].text(setup.down_from_ms / 1000, rate * 1.05, " server down", fontsize=8, va="bottom")
+    axes[0].text(setup.slow_from_ms / 1000, rate * 1.05, " slow", fontsize=8, va="bottom")
     axes[-1].set_xlabel("time (s); dashed: the limit's rate")
-    fig.suptitle(f"The store goes away ({LABELS[algorithm]}, {setup.servers} app servers)")  # type: ignore[attr-defined]
+    fig.suptitle(f"The store goes away ({LABELS[algorithm]}, {setup.servers} app servers)")
     fig.tight_layout()
     return fig
 
