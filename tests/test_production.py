@@ -271,3 +271,46 @@ def test_increx_against_the_lua_windows_study():
 def test_every_setting_is_validated_with_one_message_naming_it(make, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         make()
+
+
+def test_a_real_valkey_has_no_increx_and_a_replay_there_says_so_in_one_line(tmp_path, capsys):
+    from simulator.backends import RedisBackend
+    from simulator.backends.embedded import EmbeddedValkey
+
+    with EmbeddedValkey() as server:  # started here, stopped by its own handle
+        backend = RedisBackend(server.client(), "valkey")
+        try:
+            skipped, line = without_commands(list(ALGORITHMS), backend)
+            assert skipped == ["increx", "increx_grid"] and "valkey has no INCREX" in str(line)
+            assert backend.client.dbsize() == 0  # the probe touched no key
+        finally:
+            backend.close()
+    trace = tmp_path / "t.csv"
+    trace.write_text("client,t_ms\na,0\n")
+    args = ["replay", "--algorithm", "increx", "--limit", "2", "--window", "1"]
+    assert (
+        cli.main([*args, "--backend", "valkey", "--out", str(tmp_path / "o.csv"), str(trace)]) == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()  # the backend's line, then the error
+    assert [x for x in err if "INCREX" in x] == err[-1:] and "Traceback" not in str(err), err
+
+
+def test_the_production_page_quotes_the_tables_the_job_wrote():
+    from simulator.paths import DATA_DIR
+
+    doc = (DATA_DIR.parent / "docs" / "production.md").read_text("utf-8")
+    policies = pd.read_csv(DATA_DIR / "production_policies.csv").set_index("way")
+    for way, label in (("all_or_nothing", "all or nothing (one script)"), ("naive", "naive")):
+        r = policies.loc[way]
+        assert f"| {label}" in doc and f"| {r['requests']:,} | **{r['admitted']}** |" in doc
+    for r in pd.read_csv(DATA_DIR / "production_lease.csv").itertuples():
+        row = f"| {r.lease} | {r.calls_per_decision:.2f} | {r.admitted} | {r.most_in_window} | {r.bound} |"
+        assert row in doc, row
+    for r in pd.read_csv(DATA_DIR / "production_outage.csv").itertuples():
+        assert (
+            f"| {r.admitted} | {r.beyond_limit} | {r.false_refusals} | {r.most_in_window} |" in doc
+        )
+    for r in pd.read_csv(DATA_DIR / "production_native.csv").itertuples():
+        assert (
+            f"| {r.pair} | {r.requests:,} | {r.agree:,} | {r.native_only} | {r.lua_only} |" in doc
+        )

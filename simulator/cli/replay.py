@@ -110,10 +110,10 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         if not scan.requests:
             raise UsageError(f"{args.trace}: the trace holds no requests")
         with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
-            print_time_notes([args.algorithm], backend)
             _, lacking = without_commands([args.algorithm], backend)
             if lacking is not None:
                 raise UsageError(lacking)
+            print_time_notes([args.algorithm], backend)
             span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
             if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
                 raise UsageError(
