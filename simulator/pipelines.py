@@ -129,7 +129,8 @@ def replay_process(
                 raise unknown(exc, [piece.positions[i] for i in exc.unknown]) from exc
             waiting.popleft()
             failed = None
-            if ScriptError in map(type, replies):  # keep the decisions before the failure
+            if any(issubclass(t, ScriptError) for t in set(map(type, replies))):  # keep the
+                # decisions before the failure (a script stopped by a limit is a ScriptError too)
                 failed = next(r for r in replies if isinstance(r, ScriptError))
                 replies = replies[: replies.index(failed)]
             n = len(replies)

@@ -36,6 +36,11 @@ __all__ = ["replay", "replay_requests", "Replayed", "PIPELINE_CALLS"]
 PIPELINE_CALLS = 1000
 #: Pipelines in flight at a time (the server works on one while the client prepares the next).
 PIPELINES_IN_FLIGHT = 2
+#: On the fake server, whose keys live in this process, keys whose time has come are swept out
+#: every this many decisions. fakeredis removes an expired key only when it is touched again,
+#: and a fixed window's key is never touched after its window: without the sweep every
+#: (client, window) of the trace would stay in memory to the end.
+SWEEP_DECISIONS = 65_536
 
 
 class Replayed(NamedTuple):
@@ -76,6 +81,8 @@ def _replay_requests(
     watch = None if same_ms else ExpiryWatch(window_ms)
     depth = 0 if size == 1 else 1 if same_ms else PIPELINES_IN_FLIGHT  # 0: no pipeline at all
     progress = Progress(t0)
+    if isinstance(backend, FakeRedisBackend):
+        on_progress = _sweeping_expired(backend, on_progress)
     batched = pieces(chain([first], chunks), size, same_ms)
     env.process(replay_process(env, batched, limiter, depth, on_rows, on_progress, watch, progress))
     try:
@@ -83,6 +90,26 @@ def _replay_requests(
     except (BackendError, ScriptError) as exc:
         raise _stopped(exc, backend, progress.next_t_ms, t0, progress.decided, total) from exc
     return Replayed(progress.decided, watch is None or watch.safe), watch
+
+
+def _sweeping_expired(
+    backend: FakeRedisBackend, on_progress: Callable[[int], None] | None
+) -> Callable[[int], None]:
+    """``on_progress``, and every :data:`SWEEP_DECISIONS` decisions the fake server's expired
+    keys removed (counting its keys does that: DBSIZE looks only at the expiries due)."""
+    due = SWEEP_DECISIONS
+
+    def progressed(n: int) -> None:
+        nonlocal due
+        due -= n
+        if due <= 0:
+            due = SWEEP_DECISIONS
+            backend.clock.activate()  # the server's time is this replay's virtual clock
+            backend.client.dbsize()
+        if on_progress is not None:
+            on_progress(n)
+
+    return progressed
 
 
 def replay_requests(

@@ -13,6 +13,12 @@ run first, so that stays bounded too, however many rows there are.
 
 Each row has two integer keys, ``major`` then ``minor``, unique together (a request's time and its
 position in the trace; a decision's position twice), and an item of any picklable kind.
+
+The runs live in a folder of the replay's own, ``$TMPDIR/replay-<pid>-<random>`` (:func:`work_folder`),
+removed when the replay ends. A replay killed outright (SIGKILL, the machine's OOM killer) cannot
+remove it, and its runs may weigh a hundred megabytes, so every new folder first removes those of
+this user's replays whose process is gone (:func:`remove_dead_folders`), as the embedded servers'
+folders are, and nothing else.
 """
 
 from __future__ import annotations
@@ -21,13 +27,27 @@ import contextlib
 import itertools
 import os
 import pickle
+import shutil
+import stat
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Block", "Spool", "SpoolError", "merge_blocks", "RUN_ROWS", "BLOCK_ROWS", "FAN_IN"]
+__all__ = [
+    "Block",
+    "Spool",
+    "SpoolError",
+    "merge_blocks",
+    "work_folder",
+    "remove_dead_folders",
+    "RUN_ROWS",
+    "BLOCK_ROWS",
+    "FAN_IN",
+    "FOLDER_PREFIX",
+]
 
 #: Rows sorted in memory before they are written out as one run.
 RUN_ROWS = 262_144
@@ -35,6 +55,40 @@ RUN_ROWS = 262_144
 BLOCK_ROWS = 4096
 #: Runs merged at once.
 FAN_IN = 32
+#: A replay's folder under ``$TMPDIR``: this, the pid of the process that made it, ``-``, random.
+FOLDER_PREFIX = "replay-"
+
+
+def remove_dead_folders(root: str | Path | None = None) -> list[Path]:
+    """Remove the replay folders under ``root`` (default ``$TMPDIR``) that belong to this user and
+    whose process (``replay-<pid>-...``) is gone; return them. A folder of another user, of a
+    live process, or named otherwise stays."""
+    from simulator.backends.process import alive
+
+    removed = []
+    folder = Path(root if root is not None else tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in folder.glob(f"{FOLDER_PREFIX}*"):
+            pid, sep, _ = entry.name.removeprefix(FOLDER_PREFIX).partition("-")
+            if not (sep and pid.isascii() and pid.isdigit()):
+                continue
+            try:
+                info = os.lstat(entry)
+            except OSError:
+                continue  # gone meanwhile
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                continue  # a symlink, a file, or somebody else's
+            if not alive(int(pid)):
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    return removed
+
+
+def work_folder() -> tempfile.TemporaryDirectory[str]:
+    """A new folder for a replay's runs, named after this process, once the folders of dead
+    replays are gone (a context manager: the folder goes with it)."""
+    remove_dead_folders()
+    return tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
 
 
 class SpoolError(RuntimeError):

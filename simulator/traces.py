@@ -269,7 +269,43 @@ def read_trace(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
     return _frame(iter_trace(path, fmt))
 
 
+#: The first bytes of the compressed files a trace is often kept in.
+_COMPRESSED = {
+    b"\x1f\x8b": "gzip",
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"PK\x03\x04": "zip",
+}
+_SNIFF_BYTES = 8192
+
+
+def _refuse_binary(path: Path) -> None:
+    """A compressed or binary file is not read as text (its bytes would be quoted as a header):
+    one message saying what it is. Only a regular file is sniffed (a pipe is read once)."""
+    try:
+        if not path.is_file():
+            return
+        with path.open("rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return  # the text open below says why
+    for magic, kind in _COMPRESSED.items():
+        if head.startswith(magic):
+            raise TraceError(
+                f"{path}: is {kind}-compressed, not a text trace; decompress it first "
+                f"(a trace is a CSV or an access log as plain text)"
+            )
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise TraceError(
+            f"{path}: is a binary file (a NUL byte at byte {nul:,}), not a text "
+            "trace (a CSV or an access log as plain text)"
+        )
+
+
 def _open(path: Path) -> IO[str]:
+    _refuse_binary(path)
     try:
         # Bytes that are not UTF-8 stay what they were (lone surrogates that encode back to the
         # same bytes): replacing them with U+FFFD would merge distinct clients into one. A

@@ -7,6 +7,7 @@ and a SIGTERM that ended ``charts`` without a word.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -103,3 +104,101 @@ def test_charts_says_it_was_interrupted(tmp_path, sig):
     assert proc.returncode == 128 + sig, stderr
     assert f"charts: interrupted ({signal.Signals(sig).name})" in stderr
     assert "Traceback" not in stderr
+
+
+# --- the edges: out-dir, seed, sizes that do not fit, parameter values ---------------------------
+
+
+@pytest.mark.parametrize("command", ["memory", "charts"])
+@pytest.mark.parametrize("where", ["a file", "below a file"])
+def test_out_dir_that_is_a_file_is_refused_before_anything_runs(tmp_path, command, where):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder\n")
+    out_dir = afile if where == "a file" else afile / "sub"
+    extra = ["--bigkey-only"] if command == "memory" else ["--only", "burst"]
+    out = run(command, "--out-dir", str(out_dir), *extra)
+    assert out.returncode == 2, out.stderr
+    assert "argument --out-dir" in out.stderr and "is a file, not a folder" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert afile.read_text() == "not a folder\n" and sorted(tmp_path.iterdir()) == [afile]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a folder of mode 0500")
+def test_out_dir_that_cannot_be_written_is_refused(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    out = run("charts", "--out-dir", str(locked), "--only", "burst")
+    assert out.returncode == 2, out.stderr
+    assert "argument --out-dir" in out.stderr and "cannot be written" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a file system nobody writes")
+def test_out_dir_on_a_file_system_nobody_writes_is_refused():
+    out = run("charts", "--out-dir", "/proc/no-such-folder", "--only", "burst")
+    assert out.returncode == 2, out.stderr
+    assert "argument --out-dir: /proc/no-such-folder: cannot be written" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_check_refuses_a_negative_seed(tmp_path):
+    script = tmp_path / "mine.lua"
+    script.write_text("return {1, 0, 0}\n")
+    out = run("check", str(script), "--as", "fixed_window", "--seed", "-1")
+    assert out.returncode == 2, out.stderr
+    assert "argument --seed: must be an integer from 0 to" in out.stderr and "'-1'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (("--limit", "100000000"), "--limit 100,000,000"),
+        (("--per-burst", "1000", "--users", "100000"), "--per-burst 1,000: 2 bursts x 100,000"),
+        (("--users", "1000000"), "2 bursts x 1,000,000 users x 100 ="),
+        (("--users", "100000000"), "argument --users: must be an integer from 1 to"),
+        (("--per-burst", "100000000"), "argument --per-burst: must be an integer from 1 to"),
+        (("--shards", "100000000"), "argument --shards: must be an integer from 1 to 1,000,000"),
+        (("--workers", "100000000"), "argument --workers: must be an integer from 1 to"),
+    ],
+)
+def test_burst_refuses_up_front_what_does_not_fit_in_memory(args, names):
+    out = run("burst", *args)
+    assert out.returncode == 2, out.stderr
+    assert names in out.stderr and "Traceback" not in out.stderr
+    assert "MemoryError" not in out.stderr
+    assert out.stdout == ""  # nothing ran
+
+
+def test_burst_help_says_how_many_requests_fit():
+    out = run("burst", "--help")
+    assert "on this machine" in out.stdout and "bytes per decision" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (("--decisions", "100000000"), "argument --decisions: must be an integer from 1 to"),
+        (("--budget", "100000"), "--budget 100000: the embedded server may grow to"),
+    ],
+)
+def test_memory_refuses_up_front_what_does_not_fit_in_memory(tmp_path, args, names):
+    out = run("memory", "--bigkey-only", "--out-dir", str(tmp_path), *args)
+    assert out.returncode == 2, out.stderr
+    assert names in out.stderr and "Traceback" not in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["1e300", "-1e300", "1" + "0" * 300])
+def test_a_huge_parameter_value_is_shown_by_its_size_not_its_digits(value):
+    out = run("burst", "--param", f"burst={value}")
+    assert out.returncode == 2, out.stderr
+    assert "params['burst']: must be an integer from 1 to" in out.stderr
+    assert "1e+300" in out.stderr and "0" * 30 not in out.stderr
+    assert len(out.stderr) < 300 and "Traceback" not in out.stderr
+
+
+def test_a_typed_value_is_quoted_in_bounded_form():
+    out = run("check", "x.lua", "--as", "fixed_window", "--seed", "9" * 5000)
+    assert out.returncode == 2 and "argument --seed" in out.stderr
+    assert "(5,000 characters)" in out.stderr and len(out.stderr) < 1500

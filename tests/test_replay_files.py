@@ -308,3 +308,49 @@ def test_a_disk_that_fills_up_keeps_every_complete_row_written(tmp_path, in_orde
     assert 0 < written == len(got) - 1  # the header and every row whole, none cut in half
     assert got == expected[: len(got)]
     assert len(b"".join(got)) <= 65536 < len(b"".join(expected))
+
+
+def _compressed(kind: str, data: bytes) -> bytes:
+    import bz2
+    import gzip
+    import io
+    import lzma
+    import zipfile
+
+    if kind == "gzip":
+        return gzip.compress(data)
+    if kind == "bzip2":
+        return bz2.compress(data)
+    if kind == "xz":
+        return lzma.compress(data)
+    if kind == "zstd":  # the frame's magic number; what follows does not matter here
+        return b"\x28\xb5\x2f\xfd" + os.urandom(300)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("trace.csv", data)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "clf"])
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz", "zstd", "zip"])
+def test_a_compressed_trace_is_named_compressed_not_quoted(tmp_path, kind, fmt):
+    trace = tmp_path / "trace.csv.z"
+    trace.write_bytes(
+        _compressed(kind, b"t_ms,client\n" + b"".join(b"%d,a\n" % i for i in range(500)))
+    )
+    done = run("replay", trace, "--format", fmt, *FW, "--out", tmp_path / "out.csv")
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert f"{trace}: is {kind}-compressed" in err and "decompress it first" in err
+    assert len(err) < 300 and "Traceback" not in err
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_binary_trace_is_named_binary(tmp_path):
+    trace = tmp_path / "trace.bin"
+    trace.write_bytes(b"t_ms,client\n0,a\x00\x01\x02" + bytes(range(256)) * 2)
+    done = run("replay", trace, *FW)
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert f"{trace}: is a binary file (a NUL byte at byte 15)" in err
+    assert len(err) < 300 and "Traceback" not in err

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from simulator import spool, traces
+from simulator.algorithms import ALGORITHMS
 from simulator.cli import main, output
 from simulator.cli.runs import HEADER, leftover_keys_in_groups
 from simulator.cli.tally import Distinct, ReplayTally
@@ -241,3 +242,97 @@ def test_the_benchmark_section_reports_both_paths_with_the_same_output():
     assert len(rows) == 8 and all(r["peak_rss_mb"] > 0 for r in rows)  # type: ignore[operator]
     assert all(r["same_output"] for r in rows if r["path"] == "streaming")
     assert sum("x, speed " in line for line in said) == 4  # a ratio per backend and order
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_new_replay_removes_the_folders_of_dead_replays_and_nothing_else(tmp_path, monkeypatch):
+    import os
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = tmp_path / f"replay-{_dead_pid()}-abc"
+    (dead / "sub").mkdir(parents=True)
+    (dead / "sub" / "run-1.pickle").write_bytes(b"x" * 1000)
+    live = tmp_path / f"replay-{os.getpid()}-def"
+    live.mkdir()
+    others = [tmp_path / "replay-notapid", tmp_path / "replay-12x-1", tmp_path / "unrelated-1-2"]
+    for path in others:
+        path.mkdir()
+    as_file = tmp_path / f"replay-{_dead_pid()}-file"
+    as_file.write_text("a file, not a run folder")
+    trace = tmp_path / "t.csv"
+    write_trace(trace, 50, seed=1, in_order=False)  # out of order: the run uses its folder
+    assert (
+        main(
+            [
+                "replay",
+                str(trace),
+                "--algorithm",
+                "fixed_window",
+                "--limit",
+                "3",
+                "--window",
+                "1",
+                "--out",
+                str(tmp_path / "out.csv"),
+            ]
+        )
+        == 0
+    )
+    assert not dead.exists()
+    assert live.is_dir() and as_file.is_file() and all(p.is_dir() for p in others)
+    assert not [p for p in tmp_path.glob(f"replay-{os.getpid()}-*") if p != live]  # its own: gone
+
+
+def test_dead_folders_of_another_user_stay(tmp_path, monkeypatch):
+    import os
+
+    dead = tmp_path / f"replay-{_dead_pid()}-abc"
+    dead.mkdir()
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(dead).st_uid + 1)
+    assert spool.remove_dead_folders(tmp_path) == [] and dead.is_dir()
+
+
+@pytest.mark.parametrize("sweep", [True, False], ids=["swept", "not-swept"])
+def test_the_fake_servers_expired_keys_do_not_pile_up_over_a_long_replay(monkeypatch, sweep):
+    from simulator import playback
+    from simulator.backends import FakeRedisBackend
+
+    # 200 clients, one request each per 1 s window, over 100 windows: 20,000 window keys made,
+    # at most 400 of them alive at a time (this window's and, until it expires, the last one's)
+    clients, windows = 200, 100
+    t_ms = [w * 1000 + i for w in range(windows) for i in range(clients)]
+    names = [f"c{i}" for _ in range(windows) for i in range(clients)]
+    requests = traces.Requests(range(len(t_ms)), t_ms, names)
+    monkeypatch.setattr(playback, "SWEEP_DECISIONS", 1000 if sweep else 10**9, raising=False)
+    backend = FakeRedisBackend()
+    done = playback.replay_requests([requests], "fixed_window", 5, 1000, backend)
+    assert done.decided == clients * windows
+    held = len(backend.server.dbs[0]._dict)  # what the fake server holds, expired or not
+    if sweep:
+        assert held <= 2 * clients + 1000
+    else:  # the case the sweep is for: without it, every window's key stays
+        assert held == clients * windows
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_sweeping_expired_keys_changes_no_decision(monkeypatch, tmp_path, algorithm):
+    from simulator import playback
+
+    path = tmp_path / "t.csv"
+    write_trace(path, 600, seed=3, in_order=True)
+    trace = read_trace(path)
+    frames = []
+    for every in (7, 10**9):  # swept all along, and never
+        monkeypatch.setattr(playback, "SWEEP_DECISIONS", every)
+        frames.append(replay(trace, algorithm, 3, 40))
+    assert frames[0].equals(frames[1])

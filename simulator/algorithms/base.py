@@ -14,6 +14,7 @@ read from there.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -105,14 +106,41 @@ def own_params(
     for p in declared:
         value = given.get(p.name, p.default(limit, window_ms))
         where = f"params[{p.name!r}]"
+        if _huge(value):  # past every bound; its digits would fill the screen
+            wanted = f"an integer from {math.ceil(p.minimum):,} to {MAX_LIMIT:,}"
+            if not p.integer:
+                wanted = f"a number from {p.minimum:g} to {MAX_WINDOW_MS:,}"
+            raise ConfigError(f"{owner}.{where}: must be {wanted}, got {shown(value)}")
         if p.integer:
             number: float = check_int(owner, where, value, math.ceil(p.minimum), MAX_LIMIT)
         else:
             number = check_number(owner, where, value, hi=float(MAX_WINDOW_MS))
             if number < p.minimum:
-                raise ConfigError(f"{owner}.{where}: must be >= {p.minimum:g}, got {value!r}")
+                raise ConfigError(f"{owner}.{where}: must be >= {p.minimum:g}, got {shown(value)}")
         values[p.name] = number
     return values
+
+
+def _huge(value: object) -> bool:
+    """An integer past every parameter's bound (beyond what a Lua number holds exactly)."""
+    return (
+        isinstance(value, numbers.Integral)
+        and not isinstance(value, bool)
+        and abs(int(value)) > 2**53
+    )
+
+
+def shown(value: object) -> str:
+    """A parameter's value as a message shows it: an integer of many digits by its magnitude
+    (``1e+300``, not three hundred digits), anything else as written, cut at 40 characters."""
+    if _huge(value):
+        number = int(value)  # type: ignore[call-overload]  # an Integral: _huge said so
+        if number.bit_length() <= 1000:  # within what a float holds
+            return f"{float(number):.3g}"
+        digits = math.floor((number.bit_length() - 1) * math.log10(2)) + 1
+        return f"an integer of about {digits:,} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text):,} characters)"
 
 
 def _checked(owner: str, limit: int, window_ms: int) -> tuple[int, int]:

@@ -12,7 +12,7 @@ builds a backend from its spec on the command line, and a backend that started i
 stops it in :meth:`Backend.close`.
 """
 
-from simulator.backends.base import NO_REPLY, Backend, BackendError, ScriptError
+from simulator.backends.base import NO_REPLY, Backend, BackendError, ScriptError, ScriptLimitError
 from simulator.backends.cluster import ClusterBackend
 from simulator.backends.fake import FakeRedisBackend
 from simulator.backends.server import RedisBackend
@@ -26,6 +26,7 @@ __all__ = [
     "BackendError",
     "NO_REPLY",
     "ScriptError",
+    "ScriptLimitError",
     "BackendSpecError",
     "make_backend",
     "BACKEND_SPECS",

@@ -16,9 +16,17 @@ import redis
 from redis.crc import key_slot
 
 from simulator.backends.wire import Call
+from simulator.scenario import ConfigError
 from simulator.scripts import Script, load
 
-__all__ = ["Backend", "BackendError", "ScriptError", "NO_REPLY", "script_error"]
+__all__ = [
+    "Backend",
+    "BackendError",
+    "ScriptError",
+    "ScriptLimitError",
+    "NO_REPLY",
+    "script_error",
+]
 
 
 class BackendError(RuntimeError):
@@ -44,6 +52,12 @@ class ScriptError(RuntimeError):
 
     #: Decisions made before the run stopped (set when a run stops on this error).
     decided: int | None = None
+
+
+class ScriptLimitError(ScriptError, ConfigError):
+    """A script ran longer than its time budget or needed more memory than its cap, and was
+    stopped: the script's doing, not the server's (exit status 2). The message names the script,
+    the call's keys and the limit."""
 
 
 #: What a redis-py client raises (the cluster client's own errors do not derive from RedisError).

@@ -23,6 +23,15 @@ The fake server runs every script call at Python speed, so its scripting gets th
   see that the script made none; here one Lua loop answers that, and only when one was made does
   fakeredis's own check run, for its message and its clean-up.
 
+Nothing a script does can hang a run. Every runtime carries a Lua count hook (one call into Python
+every :data:`_HOOK_EVERY` instructions, which costs next to nothing): it stops a script that has run
+longer than its time budget (5 s of wall time per call by default, like a server's busy-script
+limit), and it is the moment Python's pending signal handlers run, so Ctrl-C and SIGTERM end a
+script stuck in a loop within a fraction of a second. Once it stops a script it fires on every
+instruction, so a ``pcall`` in the script cannot swallow the stop. The Lua heap is capped as well
+(256 MiB by default); a script that needs more is stopped. A stopped script is an error reply
+for its call, and :func:`script_limit_hit` says which limit stopped it.
+
 This module is the only one that touches fakeredis internals, so the version is pinned
 (``pyproject.toml``) and checked here.
 """
@@ -41,7 +50,18 @@ from fakeredis._core import _database
 from fakeredis._socket import _base
 from fakeredis.commands_mixins import scripting_mixin as _scripting
 
-__all__ = ["VirtualClock", "FAKEREDIS_VERSION", "plain_scripts", "counted_commands"]
+__all__ = [
+    "VirtualClock",
+    "FAKEREDIS_VERSION",
+    "plain_scripts",
+    "SCRIPT_TIME_S",
+    "SCRIPT_MEMORY_MIB",
+    "limit_scripts",
+    "script_limit_hit",
+    "interrupt_scripts",
+    "resume_scripts",
+    "counted_commands",
+]
 
 FAKEREDIS_VERSION = "2.41.0"
 if fakeredis.__version__ != FAKEREDIS_VERSION:  # pragma: no cover - guards the pin
@@ -96,16 +116,111 @@ _LUA = _scripting.LUA_MODULE
 _PLAIN_CHECK = _scripting._check_for_lua_globals
 _repaired = [True]  # False inside plain_scripts()
 
+#: Wall time one script call may take on the fake server, by default (a server's busy limit).
+SCRIPT_TIME_S = 5.0
+#: The fake server's Lua heap, by default, in MiB.
+SCRIPT_MEMORY_MIB = 256
+#: Lua instructions between two looks at the clock and at pending signals: about a millisecond
+#: of Lua, and too rare to show in the hot path's speed.
+_HOOK_EVERY = 200_000
+#: What the hook says when a signal handler raised (Ctrl-C, SIGTERM) while it looked.
+_INTERRUPTED = b"interrupted"
+_NEVER = math.inf
+#: What a signal handler asked to raise in scripts that run long (see :func:`interrupt_scripts`).
+_pending: list[BaseException] = []
+
+# The hook: ``check`` (Python) answers None or why the script must stop; once stopped, the hook
+# fires on every instruction and raises again, so the script cannot catch its way past it.
+# ``state.stop`` is set and cleared from Python, which runs no Lua instruction; ``state.raised``
+# keeps what a signal handler raised, to be raised again once the script is out of the way.
+_HOOK_MAKER = """function(check, state)
+  local sethook, pcall, error = debug.sethook, pcall, error
+  local hook
+  hook = function()
+    local said = state.stop
+    if not said then
+      local ok, answer = pcall(check)
+      if ok then said = answer else state.raised = answer; said = state.interrupted end
+    end
+    if said then state.stop = said; sethook(hook, '', 1); error(said, 0) end
+  end
+  return hook
+end"""
+
 
 class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
-    """fakeredis's Lua runtime, keeping each script it is given compiled."""
+    """fakeredis's Lua runtime, keeping each script it is given compiled, and holding every
+    script to a time budget and a heap cap."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("max_memory", 0)  # 0: counted, no cap yet (None could never have one)
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # the arguments went to __cinit__
         self.compiled: dict[Any, Any] = {}
         self.globals_check: tuple[int, Any] | None = None
         self.flat: Any = None
+        self.time_s: float = SCRIPT_TIME_S
+        self.memory_mib: float = SCRIPT_MEMORY_MIB
+        self.deadline = _NEVER  # monotonic seconds; never outside a script call
+        self.limit_hit: str | None = None
+        self.set_max_memory(self.memory_mib * 2**20)
+        self.hook_state = self.table()
+        self.hook_state[b"interrupted"] = _INTERRUPTED
+        self.hook = self.eval(_HOOK_MAKER)(self._check, self.hook_state)
+        self.sethook = self.globals().debug.sethook
+        self._arm()
+
+    def _check(self) -> bytes | None:
+        if _pending:
+            raise _pending[0]
+        if _time.monotonic() > self.deadline:
+            return f"ran longer than {self.time_s:g} s".encode()
+        return None
+
+    def _arm(self) -> None:
+        self.hook_state[b"stop"] = None
+        self.sethook(self.hook, b"", _HOOK_EVERY)  # a C function: no Lua runs, no hook fires
+
+    def limit(self, time_s: float, memory_mib: float) -> None:
+        """Hold every script call to ``time_s`` of wall time and the heap to ``memory_mib``."""
+        self.time_s, self.memory_mib = time_s, memory_mib
+        self.set_max_memory(int(memory_mib * 2**20))
 
     def execute(self, lua_code: Any, *args: Any) -> Any:
+        if lua_code not in _FULL_COLLECTION:  # fakeredis's clean-up after a script keeps its word
+            self.limit_hit = None
+        self.deadline = _time.monotonic() + self.time_s
+        try:
+            return self._execute(lua_code, *args)
+        except _LUA.LuaMemoryError:
+            self.limit_hit = f"used more than {self.memory_mib:g} MiB of Lua memory"
+            self._collect()
+            raise _LUA.LuaError(self.limit_hit.encode()) from None
+        except _LUA.LuaError:
+            stop = self.hook_state[b"stop"]
+            if stop is None:
+                raise
+            raised, self.hook_state[b"raised"] = self.hook_state[b"raised"], None
+            self._arm()
+            if stop == _INTERRUPTED:  # a signal handler raised: it goes on as it was meant to
+                if isinstance(raised, BaseException):
+                    raise raised from None
+                raise KeyboardInterrupt from None
+            self.limit_hit = stop.decode()
+            raise _LUA.LuaError(stop) from None
+        finally:
+            self.deadline = _NEVER
+
+    def _collect(self) -> None:
+        """A full collection after a script filled the heap (the collection needs room too)."""
+        self.set_max_memory(0)
+        try:
+            super().execute(b"collectgarbage()")
+        finally:
+            self.set_max_memory(int(self.memory_mib * 2**20))
+
+    def _execute(self, lua_code: Any, *args: Any) -> Any:
         if args or not _repaired[0]:
             return super().execute(lua_code, *args)
         run = self.compiled.get(lua_code)
@@ -151,6 +266,41 @@ class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         if type(got) is not tuple:
             return None
         return [int(v) if type(v) is float else v for v in got[1:]]
+
+
+def interrupt_scripts(exc: BaseException) -> None:
+    """From a signal handler that lets the calls in flight finish before it stops a run: have
+    ``exc`` raised in any script on a fake server that is running now or starts later and runs
+    long (a millisecond of Lua), even one that catches errors; calls that end sooner are left
+    to end. Until :func:`resume_scripts`."""
+    _pending[:] = [exc]
+
+
+def resume_scripts() -> None:
+    """Scripts run on undisturbed again (the handler that asked is gone)."""
+    _pending.clear()
+
+
+def _runtime(server: Any) -> _ScriptRuntime:
+    """The fake server's Lua runtime, made now if no script has run yet."""
+    if not hasattr(server, "_lua_runtime"):
+        fakeredis.FakeRedis(server=server).eval("return 1", 0)
+    runtime = server._lua_runtime
+    assert isinstance(runtime, _ScriptRuntime), "runtimes are made by _LuaModule"
+    return runtime
+
+
+def limit_scripts(server: Any, time_s: float, memory_mib: float) -> None:
+    """Hold every script on fakeredis ``server`` to ``time_s`` seconds of wall time per call
+    and its Lua heap to ``memory_mib``."""
+    _runtime(server).limit(time_s, memory_mib)
+
+
+def script_limit_hit(server: Any) -> str | None:
+    """What stopped the last script call on ``server`` ("ran longer than 5 s", "used more than
+    256 MiB of Lua memory"), or None when no limit did."""
+    runtime = getattr(server, "_lua_runtime", None)
+    return runtime.limit_hit if isinstance(runtime, _ScriptRuntime) else None
 
 
 def _check_for_lua_globals(lua_runtime: Any, expected_globals: set[Any]) -> None:

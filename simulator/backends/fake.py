@@ -2,20 +2,58 @@
 
 Key expiry happens in simulated milliseconds (see :mod:`simulator.backends.clock`), so a
 simulated hour takes no wall time and ``echomq``, whose window is a key's TTL, runs exactly.
+
+Every script call is held to a time budget (``script_time_s``, default 5 s of wall time, like a
+server's busy-script limit) and the Lua heap to a cap (``script_memory_mib``, default 256 MiB);
+the environment variables ``SIMULATOR_SCRIPT_TIME_S`` and ``SIMULATOR_SCRIPT_MEMORY_MIB`` change
+the defaults for every command. A script that breaks one stops the run with
+:class:`ScriptLimitError`, naming the script, its keys and the limit.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import fakeredis
 
-from simulator.backends.base import Backend
-from simulator.backends.clock import VirtualClock
+from simulator.backends.base import Backend, ScriptError, ScriptLimitError
+from simulator.backends.clock import (
+    SCRIPT_MEMORY_MIB,
+    SCRIPT_TIME_S,
+    VirtualClock,
+    limit_scripts,
+    script_limit_hit,
+)
+from simulator.scenario import ConfigError
 from simulator.scripts import Script
 
-__all__ = ["FakeRedisBackend"]
+__all__ = ["FakeRedisBackend", "script_limits"]
+
+TIME_ENV = "SIMULATOR_SCRIPT_TIME_S"
+MEMORY_ENV = "SIMULATOR_SCRIPT_MEMORY_MIB"
+
+
+def _positive(name: str, text: str, unit: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"{name}={text!r}: expected a positive number of {unit}")
+    return value
+
+
+def script_limits() -> tuple[float, float]:
+    """The time budget (s) and heap cap (MiB) for scripts: the environment's, or the defaults."""
+    time_s, memory_mib = SCRIPT_TIME_S, float(SCRIPT_MEMORY_MIB)
+    if text := os.environ.get(TIME_ENV, "").strip():
+        time_s = _positive(TIME_ENV, text, "seconds")
+    if text := os.environ.get(MEMORY_ENV, "").strip():
+        memory_mib = _positive(MEMORY_ENV, text, "MiB")
+    return time_s, memory_mib
 
 
 class FakeRedisBackend(Backend):
@@ -24,12 +62,22 @@ class FakeRedisBackend(Backend):
     name = "fakeredis"
     virtual_time = True
 
-    def __init__(self, now_ms: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        now_ms: Callable[[], float] | None = None,
+        *,
+        script_time_s: float | None = None,
+        script_memory_mib: float | None = None,
+    ) -> None:
+        time_s, memory_mib = script_limits()
+        self.script_time_s = time_s if script_time_s is None else script_time_s
+        self.script_memory_mib = memory_mib if script_memory_mib is None else script_memory_mib
         self.clock = VirtualClock(now_ms)
         self.clock.activate()
         # Redis 8.8: the version that has INCREX (the increx algorithms' command)
         self.server = fakeredis.FakeServer(version=(8, 8))
         self.client = fakeredis.FakeRedis(server=self.server)
+        limit_scripts(self.server, self.script_time_s, self.script_memory_mib)
         self.load_scripts()
 
     def follow(self, now_ms: Callable[[], float]) -> None:
@@ -37,4 +85,12 @@ class FakeRedisBackend(Backend):
 
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         self.clock.activate()
-        return super().call(script, keys, args)
+        try:
+            return super().call(script, keys, args)
+        except ScriptError as exc:
+            hit = script_limit_hit(self.server)
+            if hit is None:
+                raise
+            raise ScriptLimitError(
+                f"script {script.name} {hit} on keys {list(keys)} (args {list(args)})"
+            ) from exc

@@ -152,23 +152,30 @@ class Replies:
         self._ahead: list[Any] = []  # replies read that belong to the next batch
         #: Whether the last :meth:`read` held a server error (most batches hold none).
         self.failed = False
+        #: The replies a :meth:`read` that failed got before it failed (e.g. a call that timed out).
+        self.partial: list[Any] = []
 
     def read(self, n: int) -> list[Any]:
         """``n`` replies; a server error reply stands in its place as redis-py's exception."""
         if self._reader is None:
-            replies = read(self.conn, n)
+            self.partial = []
+            replies = read(self.conn, n, self.partial)
             self.failed = any(isinstance(r, redis.exceptions.ResponseError) for r in replies)
             return replies
         gets, feed, recv = self._reader.gets, self._reader.feed, self._sock.recv
         replies, self._ahead = self._ahead, []
-        while len(replies) < n:
-            replies.extend(iter(gets, self._more))  # every complete reply in the buffer, in C
-            if len(replies) >= n:
-                break
-            data = recv(65536)
-            if not data:
-                raise redis.exceptions.ConnectionError("Connection closed by server.")
-            feed(data)
+        try:
+            while len(replies) < n:
+                replies.extend(iter(gets, self._more))  # every complete reply in the buffer, in C
+                if len(replies) >= n:
+                    break
+                data = recv(65536)
+                if not data:
+                    raise redis.exceptions.ConnectionError("Connection closed by server.")
+                feed(data)
+        except BaseException:
+            self.partial = replies  # what came before the reply that did not
+            raise
         if len(replies) > n:
             replies, self._ahead = replies[:n], replies[n:]
         self.failed = hiredis.ReplyError in map(type, replies)
@@ -179,9 +186,11 @@ class Replies:
         return replies
 
 
-def read(conn: Any, n: int) -> list[Any]:
-    """``n`` replies in order; a server error reply stands in its place as the exception."""
-    replies: list[Any] = []
+def read(conn: Any, n: int, replies: list[Any] | None = None) -> list[Any]:
+    """``n`` replies in order; a server error reply stands in its place as the exception.
+    ``replies`` (a new list) holds those that came if reading fails."""
+    if replies is None:
+        replies = []
     read_response = conn.read_response
     for _ in range(n):
         try:

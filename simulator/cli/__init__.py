@@ -2,8 +2,10 @@
 
 Each command is a module here with a ``register(subparsers)`` and its ``cmd_*``; :data:`COMMANDS`
 lists them. Bad input (an unknown algorithm, a limit of 0, a malformed trace line) gets one message
-naming the field or line and exit status 2, never a traceback; a server that fails, exit status 1;
-Ctrl-C or SIGTERM, one line and 128 + the signal's number.
+naming the field or line and exit status 2, never a traceback; so does a script that runs longer
+than its budget or needs more memory than its cap (the script's doing, not the server's); a server
+that fails, exit status 1; Ctrl-C or SIGTERM, one line and 128 + the signal's number, within a
+second even while a script loops on the fake server.
 """
 
 from __future__ import annotations

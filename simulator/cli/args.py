@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +20,10 @@ from simulator.scenario import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS
 __all__ = [
     "UsageError",
     "positive_int",
+    "seed_number",
+    "counted",
+    "machine_bytes",
+    "out_folder",
     "limit_count",
     "positive_float",
     "nonneg_float",
@@ -47,6 +53,11 @@ def positive_int(text: str) -> int:
     return _integer(text, 1, None)
 
 
+def _quoted(text: str) -> str:
+    """What the user typed, as a message quotes it: at most 40 characters of it."""
+    return repr(text) if len(text) <= 40 else f"{text[:30]!r}... ({len(text):,} characters)"
+
+
 def _integer(text: str, minimum: int, maximum: int | None) -> int:
     wanted = (
         f"an integer >= {minimum}"
@@ -56,10 +67,58 @@ def _integer(text: str, minimum: int, maximum: int | None) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {_quoted(text)}") from None
     if value < minimum or (maximum is not None and value > maximum):
-        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {_quoted(text)}")
     return value
+
+
+def machine_bytes() -> int:
+    """This machine's memory in bytes (all of it, not what is free at the moment)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+#: The most LocalCluster workers: four per core (each is a process with its own memory).
+MAX_WORKERS = max(8, 4 * (os.cpu_count() or 1))
+
+#: The largest seed: numpy's generators take any integer >= 0; 64 bits is plenty.
+MAX_SEED = 2**64 - 1
+
+
+def seed_number(text: str) -> int:
+    """A seed of random traffic: a whole number from 0 to :data:`MAX_SEED`."""
+    return _integer(text, 0, MAX_SEED)
+
+
+def counted(maximum: int) -> Any:
+    """An argument type: a count from 1 to ``maximum`` (what fits in this program's memory)."""
+
+    def count(text: str) -> int:
+        return _integer(text, 1, maximum)
+
+    count.__name__ = "count"  # argparse names the type in its own messages
+    return count
+
+
+def out_folder(text: str) -> str:
+    """A folder the program may write into, checked before anything runs and without creating
+    it: an existing folder must take a new file; a missing one, the nearest folder above it."""
+    path = os.path.abspath(text)
+    probe = path
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        what = "is a file" if probe == path else f"cannot be made: {probe} is a file"
+        raise argparse.ArgumentTypeError(f"{text}: {what}, not a folder")
+    try:  # access() says yes to root on a read-only file system; a real file says the truth
+        with tempfile.TemporaryFile(dir=probe, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        where = "" if probe == path else f" (the nearest existing folder, {probe})"
+        raise argparse.ArgumentTypeError(
+            f"{text}: cannot be written{where} ({exc.strerror})"
+        ) from None
+    return text
 
 
 def limit_count(text: str) -> int:
@@ -74,14 +133,14 @@ def _number(text: str, minimum: float, inclusive: bool, maximum: float | None = 
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {_quoted(text)}") from None
     if (
         not math.isfinite(value)
         or value < minimum
         or (value == minimum and not inclusive)
         or (maximum is not None and value > maximum)
     ):
-        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {_quoted(text)}")
     return value
 
 
@@ -222,7 +281,7 @@ def _param(text: str) -> tuple[str, float]:
     except ValueError:
         number = math.nan
     if not sep or not name or not math.isfinite(number):
-        raise argparse.ArgumentTypeError(f"must be NAME=NUMBER, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be NAME=NUMBER, got {_quoted(text)}")
     return name, int(number) if number.is_integer() and "." not in value else number
 
 
@@ -281,10 +340,11 @@ def add_scheduler_options(
         return
     p.add_argument(
         "--workers",
-        type=positive_int,
+        type=counted(MAX_WORKERS),
         default=None,
         metavar="N",
-        help="worker processes of the LocalCluster (default: one per core)",
+        help=f"worker processes of the LocalCluster (default: one per core; at most {MAX_WORKERS}, "
+        "four per core of this machine: each is a Python process of its own)",
     )
 
 

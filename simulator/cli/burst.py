@@ -16,14 +16,44 @@ from simulator.cli.args import (
     add_param_option,
     add_scheduler_options,
     add_script_option,
+    counted,
+    machine_bytes,
     params_for,
-    positive_int,
     print_time_notes,
     second_of_run,
     without_commands,
 )
 
-__all__ = ["register", "cmd_burst"]
+__all__ = ["register", "cmd_burst", "most_requests"]
+
+#: What one decision row weighs while a burst runs (the fake server's keys, the log, its frame):
+#: about 250 bytes measured with ``burst --limit 20000`` and ``--limit 100000``, rounded up.
+BYTES_PER_DECISION = 300
+
+
+def most_requests() -> int:
+    """The most requests a burst may send per algorithm (2 x users x per burst): every
+    algorithm's decisions are held until the summary, in at most half this machine's memory."""
+    return machine_bytes() // 2 // BYTES_PER_DECISION // max(1, len(ALGORITHMS))
+
+
+def _check_size(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, a burst whose decisions would not fit in memory."""
+    n = args.limit if args.per_burst is None else args.per_burst
+    requests, most = 2 * args.users * n, most_requests()
+    if requests <= most:
+        return
+    if args.per_burst is None:
+        named = f"--limit {args.limit:,} (each burst sends the limit when --per-burst is not given)"
+    else:
+        named = f"--per-burst {args.per_burst:,}"
+    raise UsageError(
+        f"{named}: 2 bursts x {args.users:,} user{'s' if args.users > 1 else ''} x {n:,} = "
+        f"{requests:,} requests per "
+        f"algorithm, over the {most:,} whose decisions fit in this machine's memory "
+        f"(about {BYTES_PER_DECISION} bytes each, {len(ALGORITHMS)} algorithms, half of "
+        f"{machine_bytes() / (1 << 30):.1f} GiB); give a smaller --per-burst or fewer --users"
+    )
 
 
 def cmd_burst(args: argparse.Namespace) -> int:
@@ -35,6 +65,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
     from simulator.model import boundary_burst
     from simulator.realtime import needs_real_time
 
+    _check_size(args)
     frames, skipped = [], []
     named = {name for name, _ in args.param}
     declared = {q.name for cls in ALGORITHMS.values() for q in cls.params_declared}
@@ -161,24 +192,28 @@ def register(sub: Any) -> None:
         metavar="SECOND",
         help="second of the second burst (default 61)",
     )
+    most = most_requests()
     p.add_argument(
         "--per-burst",
-        type=positive_int,
+        type=counted(most // 2),
         default=None,
         metavar="N",
-        help="requests in each burst (default: the limit)",
+        help="requests in each burst (default: the limit). Every decision is held until the "
+        f"summary: 2 x users x N may be at most {most:,} on this machine (half its memory, "
+        f"about {BYTES_PER_DECISION} bytes per decision and algorithm)",
     )
     p.add_argument(
         "--users",
-        type=positive_int,
+        type=counted(most // 2),
         default=1,
         metavar="N",
-        help="clients that each send both bursts (default 1); admitted counts add up over "
-        "them, the most in any window is one client's",
+        help="clients that each send both bursts (default 1; 1 to "
+        f"{most // 2:,} on this machine, and 2 x users x per burst at most {most:,}); admitted "
+        "counts add up over them, the most in any window is one client's",
     )
     p.add_argument(
         "--shards",
-        type=positive_int,
+        type=counted(1_000_000),  # what simulate() takes
         default=1,
         metavar="N",
         help="split the users into N shards, each simulated on its own fake server in a Dask "

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from simulator.cli.args import add_scheduler_options, add_script_option
+from simulator.cli.args import add_scheduler_options, add_script_option, out_folder
 from simulator.cli.jobs import JOB_NAMES
 
 __all__ = ["register", "cmd_charts"]
@@ -30,7 +30,13 @@ def register(sub: Any) -> None:
         help="regenerate the charts and tables under data/",
         description="Writes every chart (PNG and SVG) and its data under OUT_DIR.",
     )
-    p.add_argument("--out-dir", default="data", metavar="DIR", help="output folder (default data)")
+    p.add_argument(
+        "--out-dir",
+        type=out_folder,
+        default="data",
+        metavar="DIR",
+        help="output folder (default data; made if missing, checked before any chart is drawn)",
+    )
     p.add_argument(
         "--full", action="store_true", help="full-size studies where a job has a reduced default"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.algorithms import ALGORITHMS, REFERENCES
-from simulator.cli.args import UsageError, add_param_option
+from simulator.cli.args import MAX_SEED, UsageError, add_param_option, seed_number
 
 __all__ = ["register", "cmd_check"]
 
@@ -71,7 +71,10 @@ def register(sub: Any) -> None:
         "--against", type=Path, metavar="FILE2", help="a second script to compare it with"
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed of the battery's random traces (default 0)"
+        "--seed",
+        type=seed_number,
+        default=0,
+        help=f"seed of the battery's random traces (0 to {MAX_SEED:,}; default 0)",
     )
     add_param_option(p)
     p.set_defaults(func=cmd_check)

@@ -23,6 +23,9 @@ from simulator.cli.args import (
     UsageError,
     add_script_option,
     algorithm_name,
+    counted,
+    machine_bytes,
+    out_folder,
     positive_float,
     positive_int,
 )
@@ -34,6 +37,8 @@ GIB = 1 << 30
 REDUCED_USERS = 250_000
 REDUCED_BUDGET_GIB, FULL_BUDGET_GIB = 2.0, 11.0
 GUARD_GIB = 2.0  # maxmemory on the embedded server = budget + this: a hard stop, never reached
+#: Timed decisions per point of the big-key study: each one's time is kept in memory until the end.
+MAX_DECISIONS = 1_000_000
 
 
 def table_tag(users: int) -> str:
@@ -195,6 +200,13 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 backend.close()
         else:
             budget = args.budget or (FULL_BUDGET_GIB if args.full else REDUCED_BUDGET_GIB)
+            machine_gib = machine_bytes() / GIB
+            if budget + GUARD_GIB > machine_gib:  # refused before a server is started
+                raise UsageError(
+                    f"--budget {budget:g}: the embedded server may grow to the budget + "
+                    f"{GUARD_GIB:g} GiB and this machine has {machine_gib:.1f} GiB; give at "
+                    f"most {max(0.0, machine_gib - GUARD_GIB):.1f}"
+                )
             guard = f"{int((budget + GUARD_GIB) * 1024)}mb"
             with EmbeddedValkey(maxmemory=guard, config={"maxmemory-policy": "noeviction"}) as s:
                 paths = _measure(RedisBackend(s.client(), "embedded"), args, "embedded valkey")
@@ -238,7 +250,8 @@ def register(subparsers: Any) -> None:
         metavar="GIB",
         help="stop loading a layout before the server's used_memory passes this many GiB "
         f"(default {REDUCED_BUDGET_GIB:g}, {FULL_BUDGET_GIB:g} with --full); the rest is "
-        f"extrapolated. The embedded server's maxmemory is the budget + {GUARD_GIB:g} GiB",
+        f"extrapolated. The embedded server's maxmemory is the budget + {GUARD_GIB:g} GiB, which "
+        "must fit in this machine's memory",
     )
     p.add_argument(
         "--backend-url",
@@ -259,10 +272,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--decisions",
-        type=positive_int,
+        type=counted(MAX_DECISIONS),
         default=1000,
         metavar="N",
-        help="timed decisions per point of the big-key study (count; default 1000)",
+        help=f"timed decisions per point of the big-key study (count, 1 to {MAX_DECISIONS:,}; "
+        "default 1000)",
     )
     p.add_argument(
         "--algorithm",
@@ -280,6 +294,12 @@ def register(subparsers: Any) -> None:
         help="run only the big-key study (bytes per user and server us per decision at 5, 100 "
         "and 10,000 requests/min, all algorithms in one run) and the log's encoding sweep",
     )
-    p.add_argument("--out-dir", default="data", metavar="DIR", help="output folder (default data)")
+    p.add_argument(
+        "--out-dir",
+        type=out_folder,
+        default="data",
+        metavar="DIR",
+        help="output folder (default data; made if missing, checked before anything is measured)",
+    )
     add_script_option(p)
     p.set_defaults(func=cmd_memory)

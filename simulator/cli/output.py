@@ -42,7 +42,7 @@ from simulator.cli.lines import (
     _line_with_cost,
 )
 from simulator.records import Decisions, Row
-from simulator.spool import Spool
+from simulator.spool import Spool, work_folder
 
 __all__ = [
     "HEADER",
@@ -148,7 +148,7 @@ class DecisionCsv:
         self._spool: Spool | None = None
         if not in_input_order:
             if workdir is None:
-                self._own_dir = tempfile.TemporaryDirectory(prefix="replay-")
+                self._own_dir = work_folder()
                 workdir = self._own_dir.name
             self._spool = Spool(workdir, DECISION_RUN_ROWS)
         self._good_bytes = 0  # the file's size after the last complete write

@@ -83,7 +83,6 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     of order into runs in the folder; once more, merged with those runs, while it is replayed.
     Returns what :func:`~simulator.playback.replay_requests` did and the summary's tally.
     """
-    import tempfile
     from collections.abc import Iterator
 
     from tqdm import tqdm
@@ -102,9 +101,10 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     from simulator.cli.tally import ReplayTally
     from simulator.playback import replay_requests
     from simulator.realtime import needs_real_time
+    from simulator.spool import work_folder
     from simulator.trace_scan import scan_trace
 
-    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
+    with sigterm_interrupts(), work_folder() as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
             scan = scan_trace(args.trace, args.format, workdir, bar.update)
         if not scan.requests:

@@ -21,6 +21,7 @@ from typing import Any
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, make_backend
+from simulator.backends.clock import interrupt_scripts, resume_scripts
 from simulator.backends.specs import redact
 from simulator.cli.output import HEADER, DecisionCsv, OutputError, check_output
 
@@ -94,11 +95,14 @@ def stop_between_pipelines() -> Iterator[StopFlag]:
         if flag.signum is not None:
             raise KeyboardInterrupt(f"signal {signum}")
         flag.signum = signum
+        # a script stuck in a loop on the fake server would never let the pipeline end
+        interrupt_scripts(KeyboardInterrupt(f"signal {signum}"))
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield flag
     finally:
+        resume_scripts()
         for sig, old in previous.items():
             signal.signal(sig, old)
 
@@ -119,6 +123,7 @@ def stop_between_calls(backend: Backend) -> Iterator[StopFlag]:
         if flag.signum is not None or not in_call:
             raise KeyboardInterrupt(f"signal {signum}")
         flag.signum = signum
+        interrupt_scripts(KeyboardInterrupt(f"signal {signum}"))  # nor the call end
 
     original: Callable[..., Any] = backend.call
 
@@ -136,6 +141,7 @@ def stop_between_calls(backend: Backend) -> Iterator[StopFlag]:
     try:
         yield flag
     finally:
+        resume_scripts()
         del backend.call  # the class's own method again
         for sig, old in previous.items():
             signal.signal(sig, old)
