@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
-from simulator.studies.production.common import USER, Clock, check_setup
+from simulator.scenario import ConfigError, check_number
+from simulator.studies.production.common import MAX_REQUESTS, USER, Clock, check_setup
 
 __all__ = ["RefusalSetup", "refusals_run", "refusals_summary", "PAIR", "RATE_MULTIPLES"]
 
@@ -41,6 +42,14 @@ class RefusalSetup:
 
 def refusals_run(setup: RefusalSetup, multiples: Sequence[float] = RATE_MULTIPLES) -> pd.DataFrame:
     """One row per request, algorithm and rate multiple: ``t_ms``, ``allowed``."""
+    for i, multiple in enumerate(multiples):
+        check_number("refusals_run", f"multiples[{i}]", multiple, positive=True, hi=1000)
+        n = setup.duration_ms * setup.limit * multiple / setup.window_ms
+        if n > MAX_REQUESTS:
+            raise ConfigError(
+                f"RefusalSetup.duration_ms: {n:,.0f} requests at {multiple:g} x the rate, over "
+                f"{MAX_REQUESTS:,}; shorten the run or lower the limit per window"
+            )
     out = []
     for multiple in multiples:
         rate_per_ms = setup.limit * multiple / setup.window_ms
