@@ -37,11 +37,11 @@ from IPython.display import Markdown
 
 from simulator import metrics
 from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.scripts import load
 from simulator.charts.burst import boundary_burst_figure
 from simulator.display import compact
-from simulator.model import boundary_burst
+from simulator.engine.run import boundary_burst
 from simulator.records import http_headers
-from simulator.scripts import load
 
 WINDOW_MS = round(WINDOW_S * 1000)
 
@@ -156,8 +156,8 @@ print(load("echomq_admit").source.split("]]")[0])
 # after it arrive 200 ms apart. How many get through within one window?
 
 # %%
-from simulator.model import simulate  # noqa: E402
-from simulator.scenario import BurstAt, Scenario  # noqa: E402
+from simulator.engine.run import simulate  # noqa: E402
+from simulator.engine.scenario import BurstAt, Scenario  # noqa: E402
 
 anchored = simulate(
     Scenario(

@@ -37,15 +37,15 @@ import redis
 from redis.cluster import key_slot
 
 from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.scripts import load
 from simulator.backends import ClusterBackend, ScriptError, make_backend
 from simulator.backends.embedded_cluster import EmbeddedCluster
 from simulator.bench.servers import bench_servers, server_trace
 from simulator.charts.servers import replay_speed_figure
-from simulator.model import simulate
-from simulator.playback import replay
-from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE
-from simulator.scenario import ConstantRate, Scenario
-from simulator.scripts import load
+from simulator.engine.realtime import server_time_bound, server_time_free
+from simulator.engine.run import simulate
+from simulator.engine.scenario import ConstantRate, Scenario
+from simulator.playback.run import replay
 
 valkey = make_backend("valkey")
 print(valkey.describe())
@@ -61,15 +61,15 @@ print(valkey.describe())
 # clock), which algorithms will give exactly the same decisions?
 
 # %%
-print("independent of server time:", ", ".join(SERVER_TIME_FREE))
-print("window = TTL on the server's clock:", ", ".join(SERVER_TIME_BOUND))
+print("independent of server time:", ", ".join(server_time_free()))
+print("window = TTL on the server's clock:", ", ".join(server_time_bound()))
 
 trace = server_trace(REQUESTS, seed=4)  # many clients, many requests per millisecond
 # 3 per 100 ms: the trace crosses window seams, so the algorithms decide differently from one
 # another, and each must still decide the same on both servers
 LIMIT, WINDOW_MS = 3, 100
 rows = []
-for algorithm in SERVER_TIME_FREE:
+for algorithm in server_time_free():
     fake = replay(trace, algorithm, LIMIT, WINDOW_MS)
     valkey.client.flushdb()
     real = replay(trace, algorithm, LIMIT, WINDOW_MS, valkey)

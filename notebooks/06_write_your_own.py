@@ -44,7 +44,7 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.charts.check import mismatch_figure
-from simulator.model import boundary_burst
+from simulator.engine.run import boundary_burst
 from simulator.userscripts import register_script
 from simulator.userscripts.exercises import EXERCISES, attempt, grade
 

@@ -48,7 +48,6 @@ TOP = 5  # clients shown per candidate
 
 # %%
 # %matplotlib inline
-import pandas as pd
 from IPython.display import Markdown
 
 from simulator import compare

@@ -12,22 +12,22 @@ Every decision lands in a pandas DataFrame with the HTTP header values a server 
 
 from simulator.algorithms import ALGORITHMS, REFERENCES, Limiter
 from simulator.backends import Backend, BackendError, FakeRedisBackend, RedisBackend, ScriptError
+from simulator.checks import ConfigError
 from simulator.comparison import compare
-from simulator.metrics import burst_summary, max_in_window, rolling_admitted
-from simulator.model import boundary_burst, simulate
-from simulator.playback import replay
-from simulator.records import COLUMNS, DTYPES, Decision, http_headers
-from simulator.scenario import (
+from simulator.engine.run import boundary_burst, simulate
+from simulator.engine.scenario import (
     BurstAt,
     ClientSpec,
-    ConfigError,
     ConstantRate,
     OnOff,
     Poisson,
     Polite,
     Scenario,
 )
-from simulator.traces import read_trace
+from simulator.metrics import burst_summary, max_in_window, rolling_admitted
+from simulator.playback.run import replay
+from simulator.playback.traces import read_trace
+from simulator.records import COLUMNS, DTYPES, Decision, http_headers
 
 __all__ = [
     "ALGORITHMS",

@@ -23,7 +23,7 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS, BULK
 from simulator.algorithms.base import own_params
-from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
+from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 
 __all__ = ["Bulk", "decide_bulk", "decide_any", "decide_trace"]
 
@@ -129,7 +129,7 @@ def decide_any(
         order = _sort(codes, t_ms) if n else np.empty(0, dtype="int64")
     reference = getattr(ALGORITHMS[algorithm], "reference", None)
     if reference is None:
-        from simulator.playback import replay
+        from simulator.playback.run import replay
 
         trace = pd.DataFrame({"t_ms": t_ms, "client": codes.astype(str)})
         log = replay(trace, algorithm, limit, window_ms, params=params)
@@ -146,7 +146,7 @@ def decide_any(
 def decide_trace(trace: pd.DataFrame, algorithm: str, limit: int, window_ms: int) -> pd.DataFrame:
     """A trace (``t_ms``, ``client``) decided in bulk: columns client, t_ms, allowed, count.
 
-    Times are floored to whole milliseconds, as :func:`simulator.playback.replay` does.
+    Times are floored to whole milliseconds, as :func:`simulator.playback.run.replay` does.
     """
     codes, _ = pd.factorize(trace["client"].astype(str), sort=False)
     t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")).astype("int64")

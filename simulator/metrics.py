@@ -86,7 +86,7 @@ def burst_summary(frames: pd.DataFrame, window_ms: int, limit: int | None = None
     the limit the run was set to (``ratio_to_limit``).
 
     ``limit``: the run's limit; by default the frame's ``attrs["limit"]`` (which
-    :func:`simulator.model.boundary_burst` sets), else each algorithm's ``limit`` column. That
+    :func:`simulator.engine.run.boundary_burst` sets), else each algorithm's ``limit`` column. That
     column is what the script replied, and a bucket replies its capacity (its burst) there, so a
     bucket's ratio needs the run's limit from one of the first two."""
     out = frames.groupby("algorithm", sort=False).agg(

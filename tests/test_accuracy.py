@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from test_property import COSTS, draw_params
 
 from simulator.algorithms import REFERENCES
+from simulator.checks import ConfigError
 from simulator.fastref import decide_bulk, decide_trace
 from simulator.metrics import rolling_admitted
-from simulator.scenario import ConfigError
 from simulator.studies.accuracy import compare, exact_before, lua_agreement, per_client, summarise
 from simulator.studies.families import Family, families, offered
 

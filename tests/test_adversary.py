@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 from simulator.studies.adversaries import BurstSchedule, EndBunching, SeamTimer
 from simulator.studies.adversary import (
     SearchConfig,

@@ -21,10 +21,11 @@ import pytest
 from simulator.algorithms import ALGORITHMS, FixedWindow, SlidingLog
 from simulator.algorithms.base import templated
 from simulator.backends import FakeRedisBackend
-from simulator.backends.wire import Packed, pack_fields
-from simulator.cli.output import DecisionCsv, HeaderColumns
+from simulator.backends.wire import pack_batch, pack_fields
+from simulator.calls import Batch
 from simulator.keys import hash_tag
-from simulator.playback import replay
+from simulator.playback.output import DecisionCsv, HeaderColumns
+from simulator.playback.run import replay
 from simulator.records import Decision, DecisionColumns, Decisions
 
 IDS = ["alice", "b c", "{x}", "é", "a\udcff", "", "%", "100%", "x:y"]
@@ -52,8 +53,8 @@ def test_a_packed_batch_is_the_calls_one_by_one(name, costs):
         clients, t_ms, weights = _requests(seed, costs=costs)
         packed = ALGORITHMS[name](backend, 7, 1000).batch(clients, t_ms, weights)
         calls = ALGORITHMS[name](backend, 7, 1000).calls(clients, t_ms, weights)
-        assert isinstance(packed, Packed) and len(packed) == len(calls)
-        assert packed.data == _hiredis(calls)
+        assert isinstance(packed, Batch) and len(packed) == len(calls)
+        assert pack_batch(packed) == _hiredis(calls)
         assert list(packed) == calls and packed[3] == calls[3]
 
 

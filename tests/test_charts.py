@@ -29,7 +29,7 @@ from simulator.charts import burst as burst_charts
 from simulator.charts import memory as memory_charts
 from simulator.charts import queue as queue_charts
 from simulator.charts import servers as server_charts
-from simulator.model import boundary_burst
+from simulator.engine.run import boundary_burst
 from simulator.paths import DATA_DIR
 from simulator.studies import queue_studies as qs
 from simulator.studies.accuracy import load_sweep, run_study

@@ -185,8 +185,8 @@ def test_charts_writes_the_boundary_burst_chart(tmp_path):
 
 def golden_log() -> str:
     """Every algorithm's log of one tiny scenario, as CSV."""
-    from simulator.model import simulate
-    from simulator.scenario import Poisson, Polite, Scenario
+    from simulator.engine.run import simulate
+    from simulator.engine.scenario import Poisson, Polite, Scenario
 
     frames = [
         simulate(Scenario(a, 3, 1000, 5000, (Poisson("p", 3.0), Polite("q", 2.0)), seed=11))

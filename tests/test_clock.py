@@ -8,8 +8,8 @@ import pytest
 import simpy
 
 from simulator.backends import FakeRedisBackend
-from simulator.model import simulate
-from simulator.scenario import Poisson, Scenario
+from simulator.engine.run import simulate
+from simulator.engine.scenario import Poisson, Scenario
 
 
 @pytest.mark.parametrize("t0", [0, 1, 999, 59_999, 1_431_857_103_123])

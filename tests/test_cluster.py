@@ -20,12 +20,12 @@ from redis.cluster import key_slot
 from test_real_servers import DECISION, STRETCH, no_server_left_behind, random_trace  # noqa: F401
 
 from simulator.algorithms import ALGORITHMS, EchoMQ
+from simulator.algorithms.scripts import load
 from simulator.backends import BackendError, ClusterBackend, ScriptError
 from simulator.backends.embedded_cluster import EmbeddedCluster
-from simulator.cli.runs import leftover_keys, run_keys
-from simulator.playback import replay
-from simulator.realtime import SERVER_TIME_FREE
-from simulator.scripts import load
+from simulator.engine.own_keys import leftover_keys, run_keys
+from simulator.engine.realtime import server_time_free
+from simulator.playback.run import replay
 
 TRICKY = ["", "{", "}", "{}", "a}b{c", ":", "user:1", "a b", "ünï©ødé", "🙂", "%", "%25", "{x}"]
 
@@ -72,7 +72,7 @@ def test_tags_spread_clients_over_all_nodes(cluster, backend):
     assert len(owners) == len(cluster.nodes)
 
 
-@pytest.mark.parametrize("algorithm", SERVER_TIME_FREE)
+@pytest.mark.parametrize("algorithm", server_time_free())
 def test_pipelined_replay_on_cluster_equals_fakeredis(backend, algorithm):
     trace = random_trace(11, n=2000, clients=40, stretch=STRETCH)  # no stall outlasts a window
     trace["client"] = [TRICKY[int(c.split()[1]) % len(TRICKY)] + c for c in trace["client"]]

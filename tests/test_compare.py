@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 from simulator.algorithms import REFERENCES
+from simulator.checks import ConfigError
 from simulator.comparison import SCORE_COLUMNS, compare, parse_spec
 from simulator.comparison.scorecard import time_notes
 from simulator.comparison.split import read_shard, split_trace
+from simulator.playback.traces import read_trace
 from simulator.records import CLIENT_DTYPE
-from simulator.scenario import ConfigError
-from simulator.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "traces" / "apache_combined_sample.log"

@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 
 from simulator.algorithms import ALGORITHMS, REFERENCES
+from simulator.checks import ConfigError
 from simulator.cli import main
-from simulator.model import simulate
-from simulator.playback import replay
-from simulator.scenario import ConfigError, ConstantRate, Poisson, Polite, Scenario
+from simulator.engine.run import simulate
+from simulator.engine.scenario import ConstantRate, Poisson, Polite, Scenario
+from simulator.playback.run import replay
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))

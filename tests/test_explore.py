@@ -9,10 +9,11 @@ import pytest
 from test_registry import forever  # noqa: F401 - the throwaway algorithm's fixture
 
 from simulator.algorithms import ALGORITHMS
+from simulator.checks import ConfigError
+from simulator.engine.run import simulate
+from simulator.engine.scenario import BurstAt, Scenario
 from simulator.explore import Explorer, Runner, Settings, Traffic, scenario_for, summary_line
 from simulator.explore.runs import Cancelled, seams_ms, summarise
-from simulator.model import simulate
-from simulator.scenario import BurstAt, ConfigError, Scenario
 
 LINE = re.compile(
     r"^(\w+): admitted ([\d,]+) of ([\d,]+), most in any window ([\d,]+) \(([\d.]+)× the limit\), "

@@ -26,14 +26,14 @@ from redis.retry import Retry
 from test_real_servers import no_server_left_behind  # noqa: F401
 
 from simulator.algorithms import REFERENCES
+from simulator.algorithms.scripts import load
 from simulator.backends import Backend, BackendError, RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.cli import main
 from simulator.cli.runs import stop_between_calls
-from simulator.clients import register_process
-from simulator.model import simulate
-from simulator.scenario import ClientSpec, ConstantRate, Scenario
-from simulator.scripts import load
+from simulator.engine.clients import register_process
+from simulator.engine.run import simulate
+from simulator.engine.scenario import ClientSpec, ConstantRate, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT, WINDOW_S = 5, 60

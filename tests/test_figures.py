@@ -35,8 +35,8 @@ def test_a_buckets_ratio_is_to_the_limit_not_to_its_burst():
 
 
 def test_the_sweeps_burst_summary_divides_by_the_runs_limit():
+    from simulator.engine.run import boundary_burst
     from simulator.metrics import burst_summary
-    from simulator.model import boundary_burst
 
     frame = boundary_burst("token_bucket", 10, 60.0, 59.0, 61.0, params={"burst": 100})
     summary = burst_summary(frame, 60_000)  # as the burst sweep calls it: no limit passed
@@ -270,7 +270,7 @@ def test_the_boundary_burst_title_keeps_clear_of_the_first_panels_titles_and_say
 
     from simulator.algorithms import ALGORITHMS
     from simulator.charts.burst import boundary_burst_figure
-    from simulator.model import boundary_burst
+    from simulator.engine.run import boundary_burst
 
     frame = pd.concat([boundary_burst(a) for a in ALGORITHMS], ignore_index=True)
     fig = boundary_burst_figure(frame, 100, 60_000, 59, 61)

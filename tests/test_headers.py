@@ -184,8 +184,8 @@ def test_echomq_says_when_the_counter_is_gone_not_when_it_expires():
 
 
 def test_a_polite_client_is_admitted_at_its_first_retry():
-    from simulator.model import simulate
-    from simulator.scenario import Polite, Scenario
+    from simulator.engine.run import simulate
+    from simulator.engine.scenario import Polite, Scenario
 
     for name in sorted(ALGORITHMS):
         # 5 a second against 2 a second: refused often, and each refusal waits its Retry-After

@@ -8,18 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simulator.checks import ConfigError
+from simulator.engine.run import boundary_burst, simulate
+from simulator.engine.scenario import BurstAt, ConstantRate, OnOff, Poisson, Polite, Scenario
 from simulator.metrics import burst_summary, rolling_admitted
-from simulator.model import boundary_burst, simulate
 from simulator.records import DTYPES, http_headers
-from simulator.scenario import (
-    BurstAt,
-    ConfigError,
-    ConstantRate,
-    OnOff,
-    Poisson,
-    Polite,
-    Scenario,
-)
 
 EXPECTED_BURST = {"fixed_window": 200, "echomq": 100, "sliding_log": 100, "sliding_counter": 102}
 
@@ -156,7 +149,7 @@ def test_clients_played_ahead_give_the_log_their_processes_gave(monkeypatch):
     """Steady, Poisson, burst and on/off clients are asked for by one feeder; run as a process
     each (as every client once was), the same scenario gives the same log, row for row (here
     no two clients that wait differently meet at one instant: see the next test)."""
-    from simulator import clients as kinds
+    from simulator.engine import clients as kinds
 
     scenario = dataclasses.replace(
         mixed(5),
@@ -173,7 +166,7 @@ def test_clients_played_ahead_meet_at_an_instant_in_client_order(monkeypatch):
     """A every 2 ms and B every 4 ms both ask at t=4. Played ahead, A (listed first) goes first;
     as a process each, B goes first (its wait began at t=0, A's at t=2). The instants are the
     same either way, and so are the decisions of clients that share no counter."""
-    from simulator import clients as kinds
+    from simulator.engine import clients as kinds
 
     scenario = Scenario(
         "fixed_window",
@@ -221,7 +214,7 @@ def test_the_feeder_moving_the_clock_on_gives_the_log_its_timeouts_gave(monkeypa
     the same scenario - polite clients reacting in between - gives the same log."""
     import simpy
 
-    from simulator import model
+    from simulator.engine import model
 
     scenario = dataclasses.replace(mixed(9), duration_ms=30_000.0)
     moved = simulate(scenario)

@@ -14,9 +14,9 @@ from simulator import cli
 from simulator.algorithms import ALGORITHMS, REFERENCES
 from simulator.backends import FakeRedisBackend
 from simulator.backends.clock import counted_commands
+from simulator.checks import ConfigError
 from simulator.cli.args import without_commands
 from simulator.headers import several_policies
-from simulator.scenario import ConfigError
 from simulator.studies import production as prod
 from simulator.studies.production.outage import judged
 
@@ -68,6 +68,7 @@ def test_an_increx_call_is_the_command_itself_one_per_decision():
     script, keys, args = limiter.call("u", 0, 2)
     assert (script.command, list(args)) == ("INCREX", ["BYINT", 2, "UBOUND", 3, "PX", 1000, "ENX"])
     assert ALGORITHMS["increx"].scripts == () and limiter.call("u", 0, 4)[0].command == "GET"
+    limiter.backend.client.ping()  # the connection's handshake, before counting
     with counted_commands() as count:
         for t in range(0, 2000, 100):
             now[0] = t

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from simulator.algorithms import EchoMQ, echomq_keys
 from simulator.backends import FakeRedisBackend, ScriptError
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 from simulator.studies import queue_studies as qs
 from simulator.studies import telemetry
 from simulator.studies.queue_budget import (

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from simulator.algorithms import ALGORITHMS, echomq_keys
+from simulator.algorithms.scripts import load
 from simulator.backends import (
     BackendError,
     BackendSpecError,
@@ -31,11 +32,10 @@ from simulator.backends import (
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.backends.specs import redact
 from simulator.cli import main
-from simulator.model import simulate
-from simulator.playback import replay
-from simulator.realtime import SERVER_TIME_BOUND, SERVER_TIME_FREE, ExpiryWatch, time_note
-from simulator.scenario import ConstantRate, Poisson, Polite, Scenario
-from simulator.scripts import load
+from simulator.engine.realtime import ExpiryWatch, server_time_bound, server_time_free, time_note
+from simulator.engine.run import simulate
+from simulator.engine.scenario import ConstantRate, Poisson, Polite, Scenario
+from simulator.playback.run import replay
 
 DECISION = [
     "client",
@@ -152,18 +152,18 @@ def echomq_given_spans(clients, spans, limit: int, window_ms: int, slack_ms: flo
 
 
 def test_which_algorithms_depend_on_server_time():
-    assert set(SERVER_TIME_FREE) | set(SERVER_TIME_BOUND) == set(ALGORITHMS)
-    assert SERVER_TIME_BOUND == ("echomq", "increx", "increx_grid")  # INCREX: not on Valkey 9.1
-    assert all(not ALGORITHMS[a].uses_server_time for a in SERVER_TIME_FREE)
+    assert set(server_time_free()) | set(server_time_bound()) == set(ALGORITHMS)
+    assert server_time_bound() == ("echomq", "increx", "increx_grid")  # INCREX: not on Valkey 9.1
+    assert all(not ALGORITHMS[a].uses_server_time for a in server_time_free())
 
 
 def test_time_notes_say_which_clock(valkey):
-    assert "REAL TIME" in time_note("echomq", valkey)
-    for algorithm in SERVER_TIME_FREE:
-        assert "do not depend on the server's clock" in time_note(algorithm, valkey)
+    assert "REAL TIME" in time_note(ALGORITHMS["echomq"], valkey)
+    for algorithm in server_time_free():
+        assert "do not depend on the server's clock" in time_note(ALGORITHMS[algorithm], valkey)
 
 
-@pytest.mark.parametrize("algorithm", SERVER_TIME_FREE)
+@pytest.mark.parametrize("algorithm", server_time_free())
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_replay_on_valkey_equals_fakeredis(valkey, algorithm, seed):
     trace = random_trace(seed, stretch=STRETCH)
@@ -177,7 +177,7 @@ def test_replay_on_valkey_equals_fakeredis(valkey, algorithm, seed):
     assert 0 < expected["allowed"].sum() < len(trace)
 
 
-@pytest.mark.parametrize("algorithm", SERVER_TIME_FREE)
+@pytest.mark.parametrize("algorithm", server_time_free())
 def test_simulation_on_valkey_equals_fakeredis(valkey, algorithm):
     # 200 ms windows over 3 s, stretched: rates per second divided, times multiplied
     rates = [40.0 / STRETCH, 30.0 / STRETCH, 25.0 / STRETCH]
@@ -251,7 +251,7 @@ def test_script_error_names_script_and_key(valkey):
 
 def test_expiry_watch_flags_a_slow_run(monkeypatch):
     wall = [0.0]
-    monkeypatch.setattr("simulator.realtime.time.monotonic", lambda: wall[0])
+    monkeypatch.setattr("simulator.engine.realtime.time.monotonic", lambda: wall[0])
     watch = ExpiryWatch(100)
     for t_ms, wall_s in [(0, 0.0), (50, 0.04), (120, 0.09), (200, 0.15)]:
         wall[0] = wall_s

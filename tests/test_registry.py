@@ -12,12 +12,20 @@ from collections.abc import Sequence
 import pytest
 import test_property
 
-from simulator import cli, scripts
-from simulator.algorithms import ALGORITHMS, REFERENCES, Limiter, Param, Reference, script_names
+from simulator import cli
+from simulator.algorithms import (
+    ALGORITHMS,
+    REFERENCES,
+    Limiter,
+    Param,
+    Reference,
+    script_names,
+    scripts,
+)
 from simulator.backends import FakeRedisBackend
 from simulator.charts import LABELS, PALETTE, order
+from simulator.engine.run import boundary_burst
 from simulator.keys import hash_tag
-from simulator.model import boundary_burst
 from simulator.records import Decision
 
 FOREVER_LUA = """--[[
@@ -93,8 +101,10 @@ def test_it_is_on_the_palette_and_in_the_scripts(forever):
     assert order()[-1] == "forever"
     assert "forever" in script_names() and REFERENCES["forever"] is ForeverRef
     backend = FakeRedisBackend(lambda: 0)
-    loaded = backend.client.script_exists(scripts.load("forever").sha)
-    assert loaded == [True]
+    sha = scripts.load("forever").sha
+    assert backend.client.script_exists(sha) == [False]  # a backend loads nothing by itself
+    ALGORITHMS["forever"](backend, 1, 1000)  # the limiter hands its scripts over
+    assert backend.client.script_exists(sha) == [True]
 
 
 def test_it_runs_in_the_burst_study(forever, capsys):
@@ -113,8 +123,9 @@ def test_it_passes_the_property_test(forever, monkeypatch):
 
 
 def test_its_own_parameter_is_declared_validated_and_reaches_the_script(forever, capsys):
-    from simulator.model import simulate
-    from simulator.scenario import BurstAt, ConfigError, Scenario
+    from simulator.checks import ConfigError
+    from simulator.engine.run import simulate
+    from simulator.engine.scenario import BurstAt, Scenario
 
     def scenario(**params: object) -> Scenario:
         return Scenario("forever", 10, 1000, 5000, (BurstAt("u", n=8, at_s=(0, 2)),), params=params)

@@ -156,7 +156,7 @@ def test_access_log_before_1970_is_refused_naming_the_line(tmp_path):
 
 
 def test_readers_give_exact_int64_times(tmp_path):
-    from simulator.traces import read_trace
+    from simulator.playback.traces import read_trace
 
     trace = tmp_path / "t.csv"
     trace.write_bytes(b"t_ms,client\n%d,a\n7.9,b\n" % MAX_T_MS)
@@ -184,8 +184,8 @@ def test_readers_give_exact_int64_times(tmp_path):
 def test_api_replay_refuses_times_a_script_cannot_hold(values):
     import pandas as pd
 
-    from simulator.playback import replay
-    from simulator.scenario import ConfigError
+    from simulator.checks import ConfigError
+    from simulator.playback.run import replay
 
     frame = pd.DataFrame({"t_ms": values, "client": ["a", "b"]})
     with pytest.raises(ConfigError, match="t_ms"):
@@ -195,7 +195,7 @@ def test_api_replay_refuses_times_a_script_cannot_hold(values):
 def test_api_replay_keeps_times_exact():
     import pandas as pd
 
-    from simulator.playback import replay
+    from simulator.playback.run import replay
 
     t_ms = [MAX_T_MS, MAX_T_MS - 1, 0]
     frame = pd.DataFrame({"t_ms": np.array(t_ms, dtype="int64"), "client": ["a", "a", "b"]})

@@ -22,8 +22,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simulator.model import simulate
-from simulator.scenario import Poisson, Polite, Scenario
+from simulator.engine.run import simulate
+from simulator.engine.scenario import Poisson, Polite, Scenario
 from simulator.sweeps import parse_spec, read_dataset, run_sweep
 
 DEADLINE_S = 180
@@ -137,7 +137,7 @@ def real_cluster(tmp_path: Path, workers: int = 2) -> Iterator[tuple[str, list[s
 
 @pytest.fixture(scope="module")
 def local_client():
-    from simulator.workers import dask_client
+    from simulator.engine.workers import dask_client
 
     with dask_client("local", workers=2) as client:
         client.wait_for_workers(2, timeout=DEADLINE_S)

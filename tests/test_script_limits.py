@@ -18,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from simulator.algorithms.scripts import add
 from simulator.backends import FakeRedisBackend, ScriptLimitError
-from simulator.scenario import ConfigError
-from simulator.scripts import add
+from simulator.checks import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Bounds a subprocess that should end in about a second; only reached when it hangs.

@@ -16,15 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator import spool, traces
 from simulator.algorithms import ALGORITHMS
-from simulator.cli import main, output
-from simulator.cli.runs import HEADER, leftover_keys_in_groups
+from simulator.cli import main
 from simulator.cli.tally import Distinct, ReplayTally
-from simulator.playback import replay
-from simulator.spool import Spool, merge_blocks
-from simulator.trace_scan import scan_trace
-from simulator.traces import TraceError, iter_trace, read_trace
+from simulator.engine.own_keys import leftover_keys_in_groups
+from simulator.playback import output, spool, traces
+from simulator.playback.output import HEADER
+from simulator.playback.run import replay
+from simulator.playback.scan import scan_trace
+from simulator.playback.spool import Spool, merge_blocks
+from simulator.playback.traces import TraceError, iter_trace, read_trace
 
 ODD_IDS = ["a,b", "line\nbreak", '"quoted"', "\udcff", "x\udcfe", "ünï", "", " sp "]
 
@@ -77,7 +78,7 @@ def no_whole_trace(monkeypatch):
         raise AssertionError("the command line read the whole trace into memory")
 
     monkeypatch.setattr(traces, "read_trace", refuse)
-    monkeypatch.setattr("simulator.playback.replay", refuse)
+    monkeypatch.setattr("simulator.playback.run.replay", refuse)
 
 
 @pytest.mark.parametrize("in_order", [True, False], ids=["in-order", "out-of-order"])
@@ -304,8 +305,8 @@ def test_dead_folders_of_another_user_stay(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("sweep", [True, False], ids=["swept", "not-swept"])
 def test_the_fake_servers_expired_keys_do_not_pile_up_over_a_long_replay(monkeypatch, sweep):
-    from simulator import playback
     from simulator.backends import FakeRedisBackend
+    from simulator.playback import run as playback
 
     # 200 clients, one request each per 1 s window, over 100 windows: 20,000 window keys made,
     # at most 400 of them alive at a time (this window's and, until it expires, the last one's)
@@ -326,7 +327,7 @@ def test_the_fake_servers_expired_keys_do_not_pile_up_over_a_long_replay(monkeyp
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_sweeping_expired_keys_changes_no_decision(monkeypatch, tmp_path, algorithm):
-    from simulator import playback
+    from simulator.playback import run as playback
 
     path = tmp_path / "t.csv"
     write_trace(path, 600, seed=3, in_order=True)

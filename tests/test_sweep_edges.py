@@ -21,8 +21,8 @@ import pandas as pd
 import psutil
 import pytest
 
+from simulator.checks import ConfigError
 from simulator.cli import main
-from simulator.scenario import ConfigError
 from simulator.sweeps import parse_spec, read_dataset, run_sweep
 from simulator.sweeps import run as sweep_run
 from simulator.sweeps.dataset import task_path
@@ -85,7 +85,7 @@ def listening(pid: int) -> list[str]:
 
 
 def test_a_local_cluster_listens_on_loopback_only():
-    from simulator.workers import dask_client
+    from simulator.engine.workers import dask_client
 
     before = set(listening(os.getpid()))
     with dask_client("local", workers=1) as client:
@@ -350,7 +350,7 @@ class FakeClient:
 def test_only_a_window_of_tasks_is_out_and_the_items_are_taken_as_it_moves(monkeypatch):
     import distributed
 
-    from simulator.workers import run_tasks
+    from simulator.engine.workers import run_tasks
 
     client = FakeClient(threads=2)
 
@@ -378,7 +378,7 @@ def test_only_a_window_of_tasks_is_out_and_the_items_are_taken_as_it_moves(monke
 
 
 def test_a_scheduler_without_workers_is_said_every_30_s_and_given_up_at_the_limit(monkeypatch):
-    from simulator import workers
+    from simulator.engine import workers
 
     now = [1000.0]
     monkeypatch.setattr(workers.time, "monotonic", lambda: now[0])
@@ -408,7 +408,7 @@ def test_ctrl_c_while_the_local_cluster_starts_stops_it_whole(monkeypatch):
     import distributed
     from distributed.core import Status
 
-    from simulator.workers import dask_client
+    from simulator.engine.workers import dask_client
 
     made = []
 

@@ -14,9 +14,10 @@ import pytest
 from test_registry import forever  # noqa: F401
 
 from simulator.algorithms import ALGORITHMS
+from simulator.checks import ConfigError
 from simulator.cli import main
-from simulator.model import simulate
-from simulator.scenario import BurstAt, ConfigError, OnOff, Poisson, Polite, Scenario
+from simulator.engine.run import simulate
+from simulator.engine.scenario import BurstAt, OnOff, Poisson, Polite, Scenario
 from simulator.sweeps import grid_points, load_spec, parse_spec, read_dataset, run_sweep
 from simulator.sweeps import studies as sweep_studies
 from simulator.sweeps.dataset import task_path
@@ -303,7 +304,7 @@ def test_a_users_script_is_a_sweep_algorithm_on_the_lua_path_and_its_version_a_c
 
 
 def test_a_users_script_shards_and_is_sent_to_the_worker_with_its_shard(user_script):
-    from simulator import shards
+    from simulator.engine import shards
     from simulator.userscripts.shipping import install, shipped
 
     scenario = crowd("fw2")
@@ -319,5 +320,5 @@ def test_a_users_script_shards_and_is_sent_to_the_worker_with_its_shard(user_scr
     assert script is not None and shipped("fixed_window") is None
     ALGORITHMS.pop("fw2")
     install(script)
-    assert ALGORITHMS["fw2"].per_client and shards.not_per_client("fw2") is None
+    assert ALGORITHMS["fw2"].per_client and shards.not_per_client(ALGORITHMS["fw2"]) is None
     assert simulate(scenario)["allowed"].tolist() == whole["allowed"].tolist()

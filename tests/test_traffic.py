@@ -7,9 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.clients import Timeline
-from simulator.scenario import Poisson
-from simulator.traffic import diurnal_times, on_off_times, poisson, poisson_by_count, poisson_gaps
+from simulator.engine.clients import Timeline
+from simulator.engine.scenario import Poisson
+from simulator.engine.traffic import (
+    diurnal_times,
+    on_off_times,
+    poisson,
+    poisson_by_count,
+    poisson_gaps,
+)
 
 
 def _played_process(process_fn, spec, seed: int, until_ms: float) -> list[float]:
@@ -78,8 +84,8 @@ def test_vectorised_shapes_keep_their_mean_rate_inside_the_span(draw):
     chunk=st.integers(1, 9),
 )
 def test_on_off_gaps_are_the_process_instants(rate, on, off, start, until, seed, chunk):
-    from simulator.scenario import OnOff
-    from simulator.traffic import on_off, on_off_gaps
+    from simulator.engine.scenario import OnOff
+    from simulator.engine.traffic import on_off, on_off_gaps
 
     spec = OnOff("o", rate_per_s=rate, on_ms=on, off_ms=off, start_ms=start)
     got = on_off_gaps(np.random.default_rng(seed), spec, until, chunk=chunk)
@@ -93,8 +99,8 @@ def test_on_off_gaps_are_the_process_instants(rate, on, off, start, until, seed,
     until=st.floats(0, 20_000),
 )
 def test_constant_times_are_the_process_instants(rate, start, until):
-    from simulator.scenario import ConstantRate
-    from simulator.traffic import constant, constant_times
+    from simulator.engine.scenario import ConstantRate
+    from simulator.engine.traffic import constant, constant_times
 
     spec = ConstantRate("c", rate_per_s=rate, start_ms=start)
     assert constant_times(spec, until).tolist() == _played_process(constant, spec, 0, until)

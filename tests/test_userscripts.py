@@ -9,7 +9,7 @@ import pytest
 
 from simulator.algorithms import ALGORITHMS
 from simulator.cli import main
-from simulator.model import boundary_burst
+from simulator.engine.run import boundary_burst
 from simulator.userscripts import register_script
 from simulator.userscripts.check import check
 

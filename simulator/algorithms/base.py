@@ -17,15 +17,18 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from simulator.backends.wire import Call, Packed, pack_fields
+from simulator.algorithms.scripts import load
+from simulator.calls import Batch, Call, Fields, Script, native
+from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int, check_number
 from simulator.keys import hash_tag
 from simulator.records import Decision, DecisionColumns
-from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int, check_number
-from simulator.scripts import Script, load, native
+
+if TYPE_CHECKING:  # the backends sit beside the algorithms: a run hands one to the other
+    from simulator.backends.base import Backend
 
 __all__ = [
     "BurstLimiter",
@@ -180,7 +183,7 @@ class Limiter:
     scripts: ClassVar[tuple[str, ...]] = ()
     #: For an algorithm whose call is the server's own command instead of a script (Redis
     #: 8.8's ``INCREX``): those commands, the first one deciding; ``scripts`` is then empty,
-    #: :meth:`call` hands a :func:`~simulator.scripts.native` in place of a script, and a run on
+    #: :meth:`call` hands a :func:`~simulator.calls.native` in place of a script, and a run on
     #: a server without them says so (:meth:`~simulator.backends.base.Backend.lacks`).
     commands: ClassVar[tuple[str, ...]] = ()
     #: True when decisions depend on the server's own clock (the key's TTL is the window).
@@ -194,17 +197,19 @@ class Limiter:
     #: Its own parameters beside limit and window, each with a default from them.
     params_declared: ClassVar[tuple[Param, ...]] = ()
     #: True when a client's decisions depend on its own requests only (every key under its own
-    #: hash tag), so that a run can be split by client into shards (:mod:`simulator.shards`).
+    #: hash tag), so that a run can be split by client into shards (:mod:`simulator.engine.shards`).
     #: False for a limiter whose clients share state, such as one budget for a queue's workers.
     per_client: ClassVar[bool] = True
 
-    def __init__(self, backend: Any, limit: int, window_ms: int, **params: object) -> None:
+    def __init__(self, backend: Backend, limit: int, window_ms: int, **params: object) -> None:
         self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)
         self.params = own_params(
             type(self).__name__, self.params_declared, params, self.limit, self.window_ms
         )
         self.backend = backend
         self.script: Script = load(self.scripts[0]) if self.scripts else native(self.commands[0])
+        if backend is not None:
+            backend.preload(load(name) for name in self.scripts)
 
     @classmethod
     def header_policies(
@@ -270,13 +275,13 @@ class Limiter:
         if not templated(type(self), "fields"):
             return self.calls(clients, t_ms, costs)
 
-        def to_bytes() -> bytes:
+        def to_fields() -> Fields:
             described = self.fields(clients, t_ms, costs)
             if described is None:  # pragma: no cover - fields() said so before
                 raise ValueError(f"{type(self).__name__}.fields: gave None for a batch")
-            return pack_fields(self.script.sha, *described)
+            return described
 
-        return Packed(len(t_ms), to_bytes, lambda: self.calls(clients, t_ms, costs))
+        return Batch(self.script, len(t_ms), to_fields, lambda: self.calls(clients, t_ms, costs))
 
     def parse_many(self, replies: Sequence[Any]) -> DecisionColumns:
         """The decisions of a batch of replies, column by column.

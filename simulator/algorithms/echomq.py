@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference, cost_field
+from simulator.algorithms.scripts import load
 from simulator.keys import hash_tag
 from simulator.records import Decision
-from simulator.scripts import load
 
 __all__ = ["EchoMQ", "EchoMQRef", "echomq_keys"]
 

@@ -8,7 +8,7 @@ counter's TTL), with refused hits not counted: decision for decision EchoMQ's sc
 that a refused hit is not counted (the Lua fixed window counts it, so after a refused costly
 request a cheaper one may still pass here and not there).
 
-There is no script: the call *is* the command (:func:`~simulator.scripts.native`), one operation
+There is no script: the call *is* the command (:func:`~simulator.calls.native`), one operation
 per decision. The reply is ``[counter, added]``, which says whether the hit was admitted and what
 the counter holds, and not when the window ends: ``reset_ms`` is -1 ("not said") and a refusal's
 ``retry_after_ms`` is the window, the longest wait there can be. A request that costs more than the
@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, Reference
+from simulator.algorithms.base import NEVER, Limiter, Reference, cost_field
 from simulator.algorithms.echomq import bulk as first_hit_bulk
-from simulator.backends.wire import Call, Packed
+from simulator.calls import Call, Script, native
 from simulator.keys import hash_tag
 from simulator.records import Decision
-from simulator.scripts import Script, native
 
 __all__ = ["IncrexFirstHit", "IncrexGrid", "IncrexFirstHitRef", "IncrexGridRef"]
 
@@ -136,23 +135,21 @@ class IncrexFirstHit(Limiter):
     def parse(self, reply: Sequence[Any]) -> Decision:  # type: ignore[override]
         return _decision(reply, self.limit, self.window_ms)
 
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]]:
+        keys = [f"rl:ix:{tag}" for tag in map(hash_tag, clients)]
+        limit, w = str(self.limit), str(self.window_ms)
+        return 1, [keys, "BYINT", cost_field(costs), "UBOUND", limit, "PX", w, "ENX"]
+
     def batch(
         self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None = None
     ) -> Sequence[Call]:
-        """The commands of several requests as one block of bytes, packed from the calls
-        themselves (so a subclass's keys and arguments are always its own; keys are ASCII:
-        client ids are percent-encoded into their hash tag)."""
-        calls = self.calls(clients, t_ms, costs)
-        return Packed(len(calls), lambda: _resp(calls), lambda: calls)
-
-
-def _resp(calls: Sequence[Call]) -> bytes:
-    """The commands as the wire carries them: ``*n`` words, each ``$len`` and the word."""
-    out = []
-    for script, keys, args in calls:
-        words = [script.command, *keys, *map(str, args)]
-        out.append(f"*{len(words)}\r\n" + "".join(f"${len(w)}\r\n{w}\r\n" for w in words))
-    return "".join(out).encode("ascii")
+        """The commands of several requests, packed from a template (:meth:`fields`) unless one
+        costs more than the limit (that one is a ``GET``): then one by one."""
+        if costs is not None and max(costs, default=0) > self.limit:
+            return self.calls(clients, t_ms, costs)
+        return super().batch(clients, t_ms, costs)
 
 
 class IncrexGrid(IncrexFirstHit):
@@ -170,3 +167,12 @@ class IncrexGrid(IncrexFirstHit):
 
     def expiry(self, now_ms: int) -> tuple[Any, ...]:
         return ("PXAT", (now_ms // self.window_ms + 1) * self.window_ms)
+
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]]:
+        w = self.window_ms
+        cells = zip(map(hash_tag, clients), t_ms, strict=True)
+        keys = [f"rl:ixg:{tag}:{t // w}" for tag, t in cells]
+        seams = [str((t // w + 1) * w) for t in t_ms]
+        return 1, [keys, "BYINT", cost_field(costs), "UBOUND", str(self.limit), "PXAT", seams]

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from simulator.algorithms.base import NEVER, Limiter, Param, Reference, cost_field
+from simulator.checks import MAX_WINDOW_MS
 from simulator.headers import several_policies
 from simulator.keys import hash_tag
 from simulator.records import Decision
-from simulator.scenario import MAX_WINDOW_MS
 
 __all__ = ["MultiPolicy", "MultiPolicyRef", "LONG_LIMIT", "LONG_WINDOW", "policy_headers"]
 

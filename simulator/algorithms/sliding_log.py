@@ -21,7 +21,7 @@ from simulator.algorithms.base import (
     cost_field,
     templated,
 )
-from simulator.backends.wire import Call, Packed, pack_fields
+from simulator.calls import Batch, Call, Fields
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
@@ -111,12 +111,10 @@ class SlidingLog(Limiter):
         members = lambda: [f"{t}-{k}" for k, t in enumerate(t_ms, first)]  # noqa: E731
         w, limit = self.window_ms, self.limit
 
-        def to_bytes() -> bytes:
+        def to_fields() -> Fields:
             keys = [f"rl:sl:{tag}" for tag in map(hash_tag, clients)]
             times = list(map(str, t_ms))
-            return pack_fields(
-                self.script.sha, 1, [keys, times, str(w), str(limit), members(), cost_field(costs)]
-            )
+            return 1, [keys, times, str(w), str(limit), members(), cost_field(costs)]
 
         def to_calls() -> list[Call]:
             weights = [1] * len(t_ms) if costs is None else costs
@@ -125,4 +123,4 @@ class SlidingLog(Limiter):
                 for c, t, m, k in zip(clients, t_ms, members(), weights, strict=True)
             ]
 
-        return Packed(len(t_ms), to_bytes, to_calls)
+        return Batch(self.script, len(t_ms), to_fields, to_calls)

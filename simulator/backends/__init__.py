@@ -1,6 +1,6 @@
 """Where the scripts run: an embedded fake server on the virtual clock, or a real one.
 
-A backend runs a :class:`~simulator.scripts.Script` with its keys and arguments and returns the
+A backend runs a :class:`~simulator.calls.Script` with its keys and arguments and returns the
 raw reply. The default, :class:`FakeRedisBackend` (:mod:`~simulator.backends.fake`), is fakeredis
 with Lua whose clock follows the simulation (:mod:`~simulator.backends.clock`), so key expiry
 happens in simulated milliseconds and a simulated hour takes no wall time. Real servers run the

@@ -15,9 +15,8 @@ from typing import Any
 import redis
 from redis.crc import key_slot
 
-from simulator.backends.wire import Call
-from simulator.scenario import ConfigError
-from simulator.scripts import Script, load
+from simulator.calls import Call, Script
+from simulator.checks import ConfigError
 
 __all__ = [
     "Backend",
@@ -100,11 +99,22 @@ class Backend:
     def follow(self, now_ms: Callable[[], float]) -> None:
         """Make server time follow ``now_ms`` where the server allows it (a no-op on real ones)."""
 
-    def load_scripts(self) -> None:
-        from simulator.algorithms import script_names  # the registry sits above the backends
-
-        for name in script_names():
-            self.client.script_load(load(name).source)
+    def preload(self, scripts: Iterable[Script]) -> None:
+        """Load ``scripts`` on the server before the run calls them (each once per backend), so
+        a server that cannot take them says so before the first decision. A script the server
+        has not seen is loaded on its first call anyway; this only moves the moment."""
+        loaded: set[str] = self.__dict__.setdefault("_preloaded", set())
+        for script in scripts:
+            if script.sha not in loaded:
+                try:
+                    self.client.script_load(script.source)
+                except redis.exceptions.ResponseError as exc:
+                    raise ScriptError(f"script {script.name} cannot be loaded: {exc}") from exc
+                except _SERVER_ERRORS as exc:
+                    raise BackendError(
+                        f"backend {self.name}: cannot load script {script.name}: {exc}"
+                    ) from exc
+                loaded.add(script.sha)
 
     def lacks(self, command: str, probe: Sequence[Any] = ()) -> bool:
         """True when the server has no such command. Asked with ``probe`` as arguments (by
@@ -121,7 +131,7 @@ class Backend:
 
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         try:
-            if script.command:  # the server's own command, no script (see scripts.native)
+            if script.command:  # the server's own command, no script (see calls.native)
                 return self.client.execute_command(script.command, *keys, *args)
             return self.client.evalsha(script.sha, len(keys), *keys, *args)
         except redis.exceptions.NoScriptError:

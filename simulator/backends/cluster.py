@@ -7,7 +7,7 @@ from typing import Any
 
 from simulator.backends.base import _SERVER_ERRORS, NO_REPLY, Backend, BackendError
 from simulator.backends.server import RedisBackend
-from simulator.backends.wire import Call
+from simulator.calls import Call
 
 __all__ = ["ClusterBackend"]
 
@@ -29,10 +29,10 @@ class ClusterBackend(Backend):
         self.client, self.name, self.owned = client, name, owned
         self._nodes: dict[str, RedisBackend] = {}
         try:
-            self.load_scripts()  # redis-py sends SCRIPT LOAD to every primary
+            self.client.ping()
         except _SERVER_ERRORS as exc:
             self.close()
-            raise BackendError(f"backend {self.name}: cannot load the scripts: {exc}") from exc
+            raise BackendError(f"backend {self.name}: cannot reach the cluster: {exc}") from exc
 
     def describe(self) -> str:
         nodes = ", ".join(f"{n.host}:{n.port}" for n in self.client.get_primaries())
@@ -51,7 +51,7 @@ class ClusterBackend(Backend):
             client = self.client.get_redis_connection(node)
             name = f"{self.name} node {node.name}"
             # The scripts are already on every primary (loaded in __init__).
-            backend = self._nodes[node.name] = RedisBackend(client, name, load_scripts=False)
+            backend = self._nodes[node.name] = RedisBackend(client, name, check=False)
         return backend
 
     def stream(self, batches: Iterable[Sequence[Call]], depth: int = 2) -> Iterator[list[Any]]:

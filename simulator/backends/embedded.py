@@ -55,7 +55,7 @@ from simulator.backends.process import (
     runs_root,
     valkey_binary,
 )
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 
 _LIVE: set[EmbeddedValkey] = set()  # strong refs so the atexit hook can reach them
 _NOT_YET = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)

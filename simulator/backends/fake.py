@@ -27,8 +27,8 @@ from simulator.backends.clock import (
     limit_scripts,
     script_limit_hit,
 )
-from simulator.scenario import ConfigError
-from simulator.scripts import Script
+from simulator.calls import Script
+from simulator.checks import ConfigError
 
 __all__ = ["FakeRedisBackend", "script_limits"]
 
@@ -78,7 +78,6 @@ class FakeRedisBackend(Backend):
         self.server = fakeredis.FakeServer(version=(8, 8))
         self.client = fakeredis.FakeRedis(server=self.server)
         limit_scripts(self.server, self.script_time_s, self.script_memory_mib)
-        self.load_scripts()
 
     def follow(self, now_ms: Callable[[], float]) -> None:
         self.clock.follow(now_ms)

@@ -33,8 +33,7 @@ from simulator.backends.base import (
     _is_backend_failure,
     script_error,
 )
-from simulator.backends.wire import Call
-from simulator.scripts import Script
+from simulator.calls import Call, Script
 
 __all__ = ["RedisBackend", "no_retry"]
 
@@ -59,16 +58,16 @@ class RedisBackend(Backend):
     virtual_time = False
 
     def __init__(
-        self, client: Any, name: str = "redis", owned: Any = None, *, load_scripts: bool = True
+        self, client: Any, name: str = "redis", owned: Any = None, *, check: bool = True
     ) -> None:
         self.client, self.name, self.owned = client, name, owned
-        if not load_scripts:
+        if not check:
             return
         try:
-            self.load_scripts()
+            self.client.ping()
         except _SERVER_ERRORS as exc:
             self.close()
-            raise BackendError(f"backend {self.name}: cannot load the scripts: {exc}") from exc
+            raise BackendError(f"backend {self.name}: cannot reach the server: {exc}") from exc
 
     def describe(self) -> str:
         kw = self.client.connection_pool.connection_kwargs

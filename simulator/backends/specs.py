@@ -21,7 +21,7 @@ from simulator.backends.base import _SERVER_ERRORS, Backend, BackendError
 from simulator.backends.cluster import ClusterBackend
 from simulator.backends.fake import FakeRedisBackend
 from simulator.backends.server import RedisBackend, no_retry
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 
 __all__ = ["BACKEND_SPECS", "BackendSpecError", "make_backend", "open_url", "redact", "is_spec"]
 

@@ -11,21 +11,20 @@ hiredis when it is installed), :func:`read` reads one reply per call and hands b
 as an exception object in its place, so the caller can name the script and keys that failed.
 
 Packing each call on its own costs the client more than the script costs the server. A limiter
-that knows the shape of its calls hands a :class:`Packed` batch instead: its bytes made from a
-template per batch, field by field (:func:`pack_fields`: constant fields written once, the others
-one column each, one join), and its calls made only if someone needs them one by one (a backend
-that runs calls singly, an error message, a script to load again).
+that knows the shape of its calls hands a :class:`~simulator.calls.Batch` instead, described field
+by field; :func:`pack_batch` makes its bytes from one template per batch (:func:`pack_fields`:
+constant fields written once, the others one column each, one join).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Sequence
+from typing import Any
 
 import redis
 from redis._parsers.base import BaseParser
 
-from simulator.scripts import Script
+from simulator.calls import Batch, Call, Script
 
 hiredis: Any
 _pack_command: Any
@@ -36,50 +35,7 @@ except ImportError:  # pragma: no cover - hiredis is a declared dependency
     hiredis = None
     _pack_command = None
 
-__all__ = ["Call", "Packed", "pack_fields", "pack", "send", "read", "Replies"]
-
-Call = tuple[Script, Sequence[str], Sequence[Any]]
-
-
-class Packed(Sequence[Call]):
-    """Some script calls as one block of ``EVALSHA`` bytes; as calls, made when first asked for.
-
-    ``to_bytes()`` and ``to_calls()`` must describe the same calls (a test holds every built-in
-    limiter to it); each is made once at most.
-    """
-
-    __slots__ = ("n", "_to_bytes", "_to_calls", "_data", "_calls")
-
-    def __init__(
-        self, n: int, to_bytes: Callable[[], bytes], to_calls: Callable[[], list[Call]]
-    ) -> None:
-        self.n, self._to_bytes, self._to_calls = n, to_bytes, to_calls
-        self._data: bytes | None = None
-        self._calls: list[Call] | None = None
-
-    @property
-    def data(self) -> bytes:
-        if self._data is None:
-            self._data = self._to_bytes()
-        return self._data
-
-    def calls(self) -> list[Call]:
-        if self._calls is None:
-            self._calls = self._to_calls()
-        return self._calls
-
-    def __len__(self) -> int:
-        return self.n
-
-    @overload
-    def __getitem__(self, i: int) -> Call: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[Call]: ...
-    def __getitem__(self, i: int | slice) -> Call | Sequence[Call]:
-        return self.calls()[i]
-
-    def __iter__(self) -> Iterator[Call]:
-        return iter(self.calls())
+__all__ = ["pack_command_fields", "pack_fields", "pack_batch", "pack", "send", "read", "Replies"]
 
 
 def _bulk(field: object) -> str:
@@ -94,13 +50,21 @@ def pack_fields(sha: str, numkeys: int, fields: Sequence[str | list[str]]) -> by
     Every field must be ASCII (keys are: client ids are percent-encoded into their hash tag),
     so that a length in characters is its length in bytes; anything else raises.
     """
+    return _pack_template(("EVALSHA", sha, str(numkeys)), fields, "pack_fields")
+
+
+def pack_command_fields(command: str, fields: Sequence[str | list[str]]) -> bytes:
+    """``command *fields`` for a batch of calls of the server's own command (INCREX), as
+    :func:`pack_fields` packs a script's."""
+    return _pack_template((command,), fields, "pack_command_fields")
+
+
+def _pack_template(head: Sequence[str], fields: Sequence[str | list[str]], who: str) -> bytes:
     columns = [f for f in fields if isinstance(f, list)]
     if not columns:
-        raise ValueError("pack_fields: at least one field must vary from call to call")
+        raise ValueError(f"{who}: at least one field must vary from call to call")
     # One %-format per call: the constant fields are in the template (a literal % doubled).
-    template = f"*{3 + len(fields)}\r\n$7\r\nEVALSHA\r\n{_bulk(sha)}{_bulk(numkeys)}".replace(
-        "%", "%%"
-    )
+    template = (f"*{len(head) + len(fields)}\r\n" + "".join(map(_bulk, head))).replace("%", "%%")
     for field in fields:
         template += "$%d\r\n%s\r\n" if isinstance(field, list) else _bulk(field).replace("%", "%%")
     if len(columns) == 1:
@@ -113,10 +77,18 @@ def pack_fields(sha: str, numkeys: int, fields: Sequence[str | list[str]]) -> by
     return text.encode("ascii")
 
 
+def pack_batch(batch: Batch) -> bytes:
+    """The bytes of a :class:`~simulator.calls.Batch`, packed from its fields' template."""
+    numkeys, fields = batch.fields()
+    if batch.script.command:  # the server's own command: no SHA, no count of keys
+        return pack_command_fields(batch.script.command, fields)
+    return pack_fields(batch.script.sha, numkeys, fields)
+
+
 def pack(conn: Any, calls: Sequence[Call]) -> list[bytes]:
     """The bytes of one ``EVALSHA`` per call, ready for ``send_packed_command``."""
-    if isinstance(calls, Packed):
-        return [calls.data]
+    if isinstance(calls, Batch):
+        return [pack_batch(calls)]
     if _pack_command is not None:
         packed = [_pack_command(_words(s, k, a)) for s, k, a in calls]
         return [b"".join(packed)]

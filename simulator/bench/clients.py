@@ -1,7 +1,7 @@
 """``bench clients``: a scenario with a million clients, each in a fresh process of its own.
 
 Clients that never react to an answer are played ahead of the run and asked for by one feeder
-(see :mod:`simulator.clients`); before that, every client was a SimPy process holding its own
+(see :mod:`simulator.engine.clients`); before that, every client was a SimPy process holding its own
 random generator from the start. Both ways run here on the same scenario, each in a child process
 so that its peak resident memory is its own, and the figures are printed side by side.
 """
@@ -25,9 +25,9 @@ def _child(clients: int, every_client_a_process: bool) -> None:
     """Runs in the child: build the scenario, simulate it, print the figures as JSON."""
     import resource
 
-    from simulator import clients as kinds
-    from simulator.model import simulate
-    from simulator.scenario import Poisson, Scenario
+    from simulator.engine import clients as kinds
+    from simulator.engine.run import simulate
+    from simulator.engine.scenario import Poisson, Scenario
 
     if every_client_a_process:  # the way it was: every client a process from the start
         kinds.register_process(Poisson, kinds.poisson, reacts=True)

@@ -39,7 +39,7 @@ from simulator.comparison.score import _peak_rss_kb
 path, workers, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 workers_kb = []
 if workers:
-    from simulator.workers import dask_client
+    from simulator.engine.workers import dask_client
     with dask_client("local", workers=workers) as client:
         client.wait_for_workers(workers)
         start = time.perf_counter()

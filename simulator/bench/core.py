@@ -17,8 +17,8 @@ from functools import partial
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import FakeRedisBackend
 from simulator.bench.timing import best_of
-from simulator.model import simulate
-from simulator.scenario import ConstantRate, Scenario
+from simulator.engine.run import simulate
+from simulator.engine.scenario import ConstantRate, Scenario
 
 __all__ = ["bench_core", "bench_clock"]
 

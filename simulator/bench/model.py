@@ -15,8 +15,8 @@ from typing import Any
 
 from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.bench.timing import best_of
-from simulator.model import simulate
-from simulator.scenario import Poisson, Scenario
+from simulator.engine.run import simulate
+from simulator.engine.scenario import Poisson, Scenario
 
 __all__ = ["bench_model", "registered"]
 

@@ -4,7 +4,7 @@ One Valkey server runs one connection's commands on one core; the replay keeps t
 in flight, so the server is never idle as long as the client prepares the next batch (packs it,
 reads and parses the replies, keeps the decisions) faster than the server runs it. Here one
 embedded valkey-server takes the ``servers`` section's trace per algorithm (all but ``echomq``,
-which replays on real time on a real server) through :func:`simulator.playback.replay`, from a
+which replays on real time on a real server) through :func:`simulator.playback.run.replay`, from a
 flushed database, and the server's scheduler statistics (``/proc/<pid>/task/*/schedstat``: time
 on a core, time waiting for one) are read before and after. Its busy share is its time on a core
 over the run's wall time; the rate one server saturated would reach is decisions over that time;
@@ -15,7 +15,7 @@ the trace, the pipelines, and the decision log built as a frame.
 
 Last, the memory a long replay takes: a child process builds a trace of :data:`MEMORY_ROWS`
 requests (the ``replay-stream`` section's shape: 50,000 clients, 20 per ms), replays it in
-memory through :func:`~simulator.playback.replay` on the same kind of server, and reports its
+memory through :func:`~simulator.playback.run.replay` on the same kind of server, and reports its
 resident memory before the replay and at its peak (``VmHWM``), and the frame's own size.
 
 Beside it, ``generic`` is the same replay through the parts of the limiter interface every
@@ -41,7 +41,7 @@ from simulator.backends import RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.bench.model import registered
 from simulator.bench.servers import CLIENTS, LIMIT, REQUESTS_PER_MS, WINDOW_MS, server_trace
-from simulator.playback import PIPELINE_CALLS, replay
+from simulator.playback.run import PIPELINE_CALLS, replay
 from simulator.records import DecisionColumns
 
 __all__ = ["bench_pipeline", "scheduled_seconds", "generic"]

@@ -8,7 +8,7 @@ output row until the end: about 800 bytes per request.
 
 Here a trace file is generated (in a temporary folder) and replayed end to end - read, decide,
 write the CSV - in a child process, once as ``python -m simulator replay`` does now and once the
-old way (the whole trace and log in memory through :func:`simulator.playback.replay`), for a trace
+old way (the whole trace and log in memory through :func:`simulator.playback.run.replay`), for a trace
 in time order and for the same requests written out of order, as an access log writes each line
 when its request completes. Each child reports its own peak resident memory (``VmHWM``: the
 replaying process alone, not the server), the parent times it. The two outputs must be the same
@@ -69,10 +69,10 @@ _IN_MEMORY = (
     _PEAK
     + """
 import sys
-from simulator.playback import replay
-from simulator.cli.output import DecisionCsv
+from simulator.playback.run import replay
+from simulator.playback.output import DecisionCsv
 from simulator.cli.runs import open_backend
-from simulator.traces import read_trace
+from simulator.playback.traces import read_trace
 path, spec, out = sys.argv[1:4]
 trace = read_trace(path)
 t_ms = trace["t_ms"].to_numpy()

@@ -49,9 +49,9 @@ def bench_scale(decisions: int = 10_000, out: Callable[[str], None] = print) -> 
 
     import pandas as pd
 
-    from simulator.model import simulate
-    from simulator.scenario import Poisson, Scenario
-    from simulator.workers import dask_client
+    from simulator.engine.run import simulate
+    from simulator.engine.scenario import Poisson, Scenario
+    from simulator.engine.workers import dask_client
 
     out(
         "scale: Dask LocalCluster, one thread per worker process; clusters started off the "

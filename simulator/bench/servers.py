@@ -6,7 +6,7 @@ algorithm, from a freshly flushed database each time:
 
 * one round trip per decision: the replay with ``pipeline=1``, one ``EVALSHA`` per request
   through redis-py, waiting for each reply;
-* the pipelined replay: requests in time order, :data:`~simulator.playback.PIPELINE_CALLS` per
+* the pipelined replay: requests in time order, :data:`~simulator.playback.run.PIPELINE_CALLS` per
   pipeline, two pipelines in flight (the decisions are the same: checked below);
 * the ``limits`` package, what a Python user would pick instead: ``RedisStorage`` with
   ``FixedWindowRateLimiter`` or ``MovingWindowRateLimiter`` (its exact sliding log), one
@@ -31,7 +31,7 @@ import pandas as pd
 from simulator.backends import RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.bench.timing import best_of
-from simulator.playback import PIPELINE_CALLS, replay
+from simulator.playback.run import PIPELINE_CALLS, replay
 
 __all__ = ["bench_servers", "server_trace"]
 

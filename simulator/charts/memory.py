@@ -34,7 +34,9 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
     left.scatter(t["memory_usage_bytes_per_user"], y, color="black", marker="|", s=200, zorder=3)
     left.set_xscale("log")
     left.set_yticks(y, [_layout_label(r) for _, r in t.iterrows()], fontsize=8)
-    left.set_xlabel("bytes per user (log scale)\nbar: used_memory growth\n|: MEMORY USAGE", fontsize=9)
+    left.set_xlabel(
+        "bytes per user (log scale)\nbar: used_memory growth\n|: MEMORY USAGE", fontsize=9
+    )
     for yi, v in zip(y, t["bytes_per_user_used_memory"], strict=True):
         left.text(v * 1.08, yi, f"{v:,.0f} B", va="center", fontsize=8)
     extrapolated = t["total_at_5m_source"] != "measured"

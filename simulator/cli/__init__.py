@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from simulator.backends import BackendError, ScriptError
+from simulator.checks import ConfigError
 from simulator.cli import bench, burst, charts, check, compare, memory, replay, sweep
 from simulator.cli.args import UsageError, script_options, split_script
-from simulator.scenario import ConfigError
+from simulator.playback.traces import TraceError
 from simulator.sweeps.run import SweepFailed
-from simulator.traces import TraceError
 
 __all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simulator.algorithms import ALGORITHMS
-from simulator.scenario import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS
+from simulator.checks import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS
 
 __all__ = [
     "UsageError",
@@ -242,11 +242,12 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
 
 
 def print_time_notes(algorithms: Sequence[str], backend: Any) -> None:
-    from simulator.realtime import time_note
+    from simulator.algorithms import ALGORITHMS
+    from simulator.engine.realtime import time_note
 
     if not backend.virtual_time:
         for algorithm in algorithms:
-            print(time_note(algorithm, backend), file=sys.stderr)
+            print(time_note(ALGORITHMS[algorithm], backend), file=sys.stderr)
 
 
 def without_commands(algorithms: Sequence[str], backend: Any) -> tuple[list[str], str | None]:
@@ -315,8 +316,8 @@ def params_for(
 
 
 def scheduler_address(text: str) -> str:
-    from simulator.scenario import ConfigError
-    from simulator.workers import check_scheduler
+    from simulator.checks import ConfigError
+    from simulator.engine.workers import check_scheduler
 
     try:
         return str(check_scheduler(text))

@@ -60,10 +60,11 @@ def cmd_burst(args: argparse.Namespace) -> int:
     import contextlib
 
     from simulator.backends import FakeRedisBackend
-    from simulator.cli.runs import leftover_keys, open_backend, run_keys, stop_between_calls
+    from simulator.cli.runs import open_backend, stop_between_calls
+    from simulator.engine.own_keys import leftover_keys, run_keys
+    from simulator.engine.realtime import needs_real_time
+    from simulator.engine.run import boundary_burst
     from simulator.metrics import burst_summary
-    from simulator.model import boundary_burst
-    from simulator.realtime import needs_real_time
 
     _check_size(args)
     frames, skipped = [], []
@@ -85,9 +86,9 @@ def cmd_burst(args: argparse.Namespace) -> int:
             f"--shards: each shard runs on a fake server of its own; not with --backend {args.backend}"
         )
     if sharded:
-        from simulator.shards import not_per_client
+        from simulator.engine.shards import not_per_client
 
-        refused = [why for a in ALGORITHMS if (why := not_per_client(a))]
+        refused = [why for cls in ALGORITHMS.values() if (why := not_per_client(cls))]
         if refused:
             raise UsageError(f"--shards: {refused[0]}")
     from simulator.userscripts.guard import shared_key
@@ -107,7 +108,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
         for a in ALGORITHMS:
             if a in lacking:
                 continue
-            if needs_real_time(backend, a) and span_s > args.max_realtime:
+            if needs_real_time(backend, ALGORITHMS[a]) and span_s > args.max_realtime:
                 skipped.append(a)
             else:
                 chosen.append(a)
@@ -230,7 +231,7 @@ def _cluster(args: argparse.Namespace, sharded: bool) -> Any:
     """One Dask client for every algorithm's shards (no cluster when the run is not sharded)."""
     import contextlib
 
-    from simulator.workers import SERIAL, dask_client
+    from simulator.engine.workers import SERIAL, dask_client
 
     if not sharded or args.scheduler == SERIAL:
         return contextlib.nullcontext(SERIAL if sharded else None)

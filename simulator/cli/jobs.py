@@ -27,7 +27,7 @@ def burst(out_dir: Path, full: bool, scheduler: Any = None) -> list[Path]:
     from simulator.algorithms import ALGORITHMS
     from simulator.charts import save
     from simulator.charts.burst import boundary_burst_figure
-    from simulator.model import boundary_burst
+    from simulator.engine.run import boundary_burst
 
     frame = pd.concat([boundary_burst(a) for a in ALGORITHMS], ignore_index=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -154,9 +154,9 @@ def accuracy_sweeps(full: bool) -> tuple[Any, ...]:
 def run_sweeps(specs: Any, root: Path, scheduler: Any) -> list[tuple[pd.DataFrame, list[dict]]]:
     """Run the sweeps on one cluster (none when every task is finished already); each one's
     rows in grid order and its grid points. A failed task stops the job (SweepFailed)."""
+    from simulator.engine.workers import SERIAL, dask_client
     from simulator.sweeps import read_dataset, run_sweep
     from simulator.sweeps.run import SweepFailed, unfinished
-    from simulator.workers import SERIAL, dask_client
 
     if not any(unfinished(spec, root) for spec in specs):
         scheduler = SERIAL  # nothing to run: no cluster to start

@@ -31,7 +31,7 @@ __all__ = ["register", "cmd_replay"]
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
     from simulator.cli.runs import OutputError, check_output
-    from simulator.spool import SpoolError
+    from simulator.playback.spool import SpoolError
 
     try:
         check_output(args.out, args.trace)  # before anything is computed
@@ -81,13 +81,12 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
     The trace is read twice: once to check every line, count the requests and sort those out
     of order into runs in the folder; once more, merged with those runs, while it is replayed.
-    Returns what :func:`~simulator.playback.replay_requests` did and the summary's tally.
+    Returns what :func:`~simulator.playback.run.replay_requests` did and the summary's tally.
     """
     from collections.abc import Iterator
 
     from tqdm import tqdm
 
-    from simulator.cli.output import HeaderColumns
     from simulator.cli.runs import (
         DecisionCsv,
         KeyGroup,
@@ -99,10 +98,11 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         stop_between_pipelines,
     )
     from simulator.cli.tally import ReplayTally
-    from simulator.playback import replay_requests
-    from simulator.realtime import needs_real_time
-    from simulator.spool import work_folder
-    from simulator.trace_scan import scan_trace
+    from simulator.engine.realtime import needs_real_time
+    from simulator.playback.output import HeaderColumns
+    from simulator.playback.run import replay_requests
+    from simulator.playback.scan import scan_trace
+    from simulator.playback.spool import work_folder
 
     with sigterm_interrupts(), work_folder() as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
@@ -115,7 +115,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                 raise UsageError(lacking)
             print_time_notes([args.algorithm], backend)
             span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
-            if needs_real_time(backend, args.algorithm) and span_s > args.max_realtime:
+            if needs_real_time(backend, ALGORITHMS[args.algorithm]) and span_s > args.max_realtime:
                 raise UsageError(
                     f"{args.algorithm} on {args.backend} runs on real time and this trace spans "
                     f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "

@@ -50,7 +50,7 @@ def _replay_shard(task: ShardReplay) -> int:
     batch per pipeline, into its file. The number of decisions."""
     from simulator.backends import FakeRedisBackend
     from simulator.comparison.split import read_shard
-    from simulator.playback import replay_requests
+    from simulator.playback.run import replay_requests
     from simulator.userscripts.shipping import install
 
     algorithm, limit, window_ms, params, shard_file, out_file, script = task
@@ -79,21 +79,22 @@ def _batches(path: str) -> Any:
 
 def replay_sharded(args: argparse.Namespace) -> int:
     """``replay`` with ``--shards N`` (N > 1)."""
+    from simulator.algorithms import ALGORITHMS
     from simulator.cli.args import params_for
-    from simulator.cli.output import DecisionCsv, HeaderColumns
     from simulator.cli.runs import OutputError, sigterm_interrupts
     from simulator.cli.tally import ReplayTally
     from simulator.comparison.split import MAX_SHARDS, split_trace
-    from simulator.shards import not_per_client
-    from simulator.spool import SpoolError
+    from simulator.engine.shards import not_per_client
+    from simulator.engine.workers import SERIAL, dask_client, run_tasks
+    from simulator.playback.output import DecisionCsv, HeaderColumns
+    from simulator.playback.spool import SpoolError
     from simulator.userscripts.shipping import shipped
-    from simulator.workers import SERIAL, dask_client, run_tasks
 
     if args.shards > MAX_SHARDS:
         raise UsageError(f"--shards: at most {MAX_SHARDS}, got {args.shards}")
     if args.backend != "fakeredis":
         raise UsageError("--shards: each shard runs on a fake server of its own (fakeredis)")
-    why = not_per_client(args.algorithm)
+    why = not_per_client(ALGORITHMS[args.algorithm])
     if why is not None:
         raise UsageError(f"--shards: {why}")
     window_ms = round(args.window * 1000)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
+from simulator.checks import ConfigError, check_int
 from simulator.comparison.memory import MEMORY_SOURCE
 from simulator.comparison.score import (
     Part,
@@ -37,7 +38,6 @@ from simulator.comparison.scorecard import (
 from simulator.comparison.server import on_server
 from simulator.comparison.spec import Candidate, resolve_candidates
 from simulator.comparison.split import MAX_SHARDS, split_trace
-from simulator.scenario import ConfigError, check_int
 
 __all__ = ["compare", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
 
@@ -50,7 +50,7 @@ def _run(
 ) -> list[Part]:
     """Every task's part, in the tasks' order: on ``backend`` here, or each on a fake server of
     its own (here, or on the Dask ``client``'s workers)."""
-    from simulator.workers import run_tasks
+    from simulator.engine.workers import run_tasks
 
     parts: list[Part] = [None] * len(tasks)  # type: ignore[list-item]
     if backend is not None and not backend.virtual_time:
@@ -109,10 +109,10 @@ def compare(
     shards = check_int("compare", "shards", shards, 1, MAX_SHARDS)
     everyone = [base, *others]
     if shards > 1:
-        from simulator.shards import not_per_client
+        from simulator.engine.shards import not_per_client
 
         for c in everyone:
-            why = not_per_client(c.algorithm)
+            why = not_per_client(ALGORITHMS[c.algorithm])
             if why is not None:
                 raise ConfigError(f"compare.shards: {why}")
     if backend is not None and not backend.virtual_time:
@@ -122,8 +122,8 @@ def compare(
                     f"{c.name}: {c.algorithm}'s window is the key's TTL, so on a real server it "
                     "runs on real time; compare it on fakeredis (the virtual clock)"
                 )
+    from simulator.engine.workers import SERIAL, check_scheduler, dask_client
     from simulator.userscripts.shipping import shipped
-    from simulator.workers import SERIAL, check_scheduler, dask_client
 
     check_scheduler(scheduler)
 
@@ -194,7 +194,7 @@ def _frame_to_csv(frame: pd.DataFrame, path: Path) -> Path:
     missing = [c for c in ("t_ms", "client") if c not in frame.columns]
     if missing:
         raise ConfigError(f"trace: the frame lacks {', '.join(missing)}")
-    from simulator.traces import exact_t_ms
+    from simulator.playback.traces import exact_t_ms
 
     t_ms = exact_t_ms(frame["t_ms"].to_numpy()).tolist()
     clients = [c if type(c) is str else str(c) for c in frame["client"].tolist()]

@@ -220,7 +220,7 @@ class _Tally:
 
 def replay_shard(task: Task, backend: Any) -> Part:
     """Replay ``task``'s candidate over its shard on ``backend``; what it found."""
-    from simulator.playback import replay_requests
+    from simulator.playback.run import replay_requests
 
     c = task.candidate
     tally = _Tally(task)

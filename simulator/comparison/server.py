@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from simulator.algorithms import ALGORITHMS
+from simulator.checks import ConfigError
 from simulator.comparison.score import Part, Task, replay_shard
-from simulator.scenario import ConfigError
 
 __all__ = ["on_server", "WEIGHED_CLIENTS"]
 
@@ -21,8 +21,8 @@ __all__ = ["on_server", "WEIGHED_CLIENTS"]
 def on_server(task: Task, backend: Any) -> Part:
     """A task on a real server: its keys checked absent first, and deleted after (they are
     this run's own; the next candidate of the same algorithm must start from nothing)."""
-    from simulator.cli.runs import leftover_keys, run_keys
     from simulator.comparison.split import read_shard
+    from simulator.engine.own_keys import leftover_keys, run_keys
 
     c = task.candidate
 

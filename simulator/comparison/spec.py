@@ -21,7 +21,7 @@ from typing import Any
 
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import own_params
-from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError
+from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError
 
 __all__ = ["Candidate", "parse_spec", "load_candidates", "resolve_candidates"]
 

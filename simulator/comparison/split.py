@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulator.spool import SpoolError
-from simulator.trace_scan import scan_trace
-from simulator.traces import Requests, TraceError
+from simulator.playback.scan import scan_trace
+from simulator.playback.spool import SpoolError
+from simulator.playback.traces import Requests, TraceError
 
 __all__ = [
     "SplitTrace",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 
 __all__ = ["SyntheticLog", "write_log", "main"]
 

@@ -16,8 +16,8 @@ from typing import Any
 import ipywidgets as w
 
 from simulator.algorithms import ALGORITHMS
+from simulator.checks import ConfigError
 from simulator.explore.settings import BACKENDS, TRACE_FORMATS, Settings, Traffic
-from simulator.scenario import ConfigError
 
 __all__ = ["Controls", "SAMPLE_TRACE", "WINDOWS_S"]
 

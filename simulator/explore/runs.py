@@ -1,8 +1,8 @@
 """The explorer's runs: each algorithm's decision log for the settings, and what it says in one line.
 
 A control change asks for a new run. Each algorithm's log is the real Lua script deciding the
-requests on the chosen backend (:func:`simulator.model.simulate` for a traffic mix,
-:func:`simulator.playback.replay` for a trace file), kept in a small cache so that a change that
+requests on the chosen backend (:func:`simulator.engine.run.simulate` for a traffic mix,
+:func:`simulator.playback.run.replay` for a trace file), kept in a small cache so that a change that
 touches one algorithm (its own parameter) or none (the client shown) runs only what changed. A
 run can be cancelled: the caller's ``cancelled()`` is asked between decisions and a stale run
 stops there with :class:`Cancelled`.
@@ -27,12 +27,13 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, FakeRedisBackend
+from simulator.engine.model import Row
+from simulator.engine.run import simulate
 from simulator.explore.settings import Settings, scenario_for
 from simulator.fastref import decide_bulk
 from simulator.metrics import rolling_admitted
-from simulator.model import Row, simulate
-from simulator.playback import replay
-from simulator.traces import read_trace
+from simulator.playback.run import replay
+from simulator.playback.traces import read_trace
 
 __all__ = [
     "Cancelled",

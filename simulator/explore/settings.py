@@ -15,17 +15,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from simulator.algorithms import ALGORITHMS
-from simulator.scenario import (
+from simulator.checks import ConfigError, check_int, check_number
+from simulator.engine.scenario import (
     BurstAt,
     ClientSpec,
-    ConfigError,
     ConstantRate,
     OnOff,
     Poisson,
     Polite,
     Scenario,
-    check_int,
-    check_number,
 )
 
 __all__ = ["Traffic", "Settings", "BACKENDS", "TRACE_FORMATS", "scenario_for", "expected_requests"]

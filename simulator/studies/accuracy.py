@@ -215,7 +215,7 @@ def lua_agreement(
     """Replay whole clients (chosen at random until ``min_decisions``) through the Lua scripts on
     fakeredis and through :func:`simulator.fastref.decide_bulk`; count the disagreements."""
     from simulator.fastref import decide_trace
-    from simulator.playback import replay
+    from simulator.playback.run import replay
 
     sizes = trace.groupby(trace["client"].astype(str), sort=True).size()
     rng = np.random.default_rng(np.random.SeedSequence(seed))

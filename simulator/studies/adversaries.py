@@ -8,7 +8,7 @@
                    estimate assumes last window's requests were spread evenly; here they were not)
     BurstThenRate  a bucket's whole burst at once, then one request as each token comes back
 
-Each is played by the burst player of :mod:`simulator.traffic`, ahead of the run (none reacts).
+Each is played by the burst player of :mod:`simulator.engine.traffic`, ahead of the run (none reacts).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from simulator.clients import register_process
-from simulator.scenario import ClientSpec, ConfigError
-from simulator.traffic import burst_at
+from simulator.checks import ConfigError
+from simulator.engine.clients import register_process
+from simulator.engine.scenario import ClientSpec
+from simulator.engine.traffic import burst_at
 
 __all__ = [
     "Burst",

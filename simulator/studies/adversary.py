@@ -22,10 +22,11 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import BULK
+from simulator.checks import ConfigError
+from simulator.engine.run import simulate
+from simulator.engine.scenario import ClientSpec, Scenario
 from simulator.fastref import decide_bulk
 from simulator.metrics import max_in_window, trailing_admitted
-from simulator.model import simulate
-from simulator.scenario import ClientSpec, ConfigError, Scenario
 from simulator.studies.adversaries import Burst, BurstSchedule, hand_made, schedule_of
 
 #: Generations of the search for an algorithm without a bulk kernel (a user's script).

@@ -112,7 +112,7 @@ def compare_contracts(
     An algorithm without a bulk kernel (a user's script) is decided on the Lua path, on the
     first whole clients of the trace up to :data:`LUA_SAMPLE` requests, beside the log's
     decisions on those same requests; its ``decided_on`` says so."""
-    from simulator.playback import replay
+    from simulator.playback.run import replay
 
     codes = pd.factorize(trace["client"].astype(str), sort=False)[0].astype("int64")
     t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")).astype("int64")

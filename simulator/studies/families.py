@@ -3,7 +3,7 @@
 Each family is a crowd of clients that send whether or not they are admitted (offered traffic, not
 a closed loop), so the same arrival times can be fed to two limiters independently. A family is a
 frozen :class:`Family`; :func:`offered` draws its trace - ``t_ms`` (integer ms), ``client`` - from
-the shapes in :mod:`simulator.traffic`, with one random generator per client spawned from the
+the shapes in :mod:`simulator.engine.traffic`, with one random generator per client spawned from the
 family's seed, so a client's arrivals do not change when other clients are added. ``load`` is the mean client's offered rate in units of the
 limit (1.0 = exactly ``limit`` requests per window).
 
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from simulator.checks import ConfigError
+from simulator.engine.traffic import diurnal_times, on_off_times, poisson_by_count
 from simulator.paths import APACHE_LOG
-from simulator.scenario import ConfigError
-from simulator.traces import read_clf_trace
-from simulator.traffic import diurnal_times, on_off_times, poisson_by_count
+from simulator.playback.traces import read_clf_trace
 
 __all__ = ["Family", "KINDS", "SIZES", "families", "offered", "APACHE_LOG"]
 

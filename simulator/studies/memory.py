@@ -28,8 +28,8 @@ import pandas as pd
 from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.algorithms.base import MemoryModel
 from simulator.backends import RedisBackend
+from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 from simulator.keys import hash_tag
-from simulator.scenario import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 from simulator.studies.weighing import (
     USER_FORMAT,
     _clone,

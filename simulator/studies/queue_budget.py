@@ -32,11 +32,11 @@ import pandas as pd
 import simpy
 
 from simulator.backends import Backend, FakeRedisBackend
-from simulator.model import run_id_for
+from simulator.engine.model import run_id_for
+from simulator.engine.traffic import poisson_gaps
 from simulator.studies import telemetry
 from simulator.studies.dequeue_budgets import LocalBudget, ServerBudget, SplitBudget, WorkerDied
 from simulator.studies.queue_scenario import SHARED_QUEUE, QueueScenario, Room
-from simulator.traffic import poisson_gaps
 
 __all__ = [
     "Room",

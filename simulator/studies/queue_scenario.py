@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.scenario import ConfigError, check_int
+from simulator.checks import ConfigError, check_int
 
 __all__ = ["Room", "QueueScenario", "DESIGNS", "LIMITERS", "SHARED_QUEUE"]
 

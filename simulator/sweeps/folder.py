@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 
 __all__ = ["LOCK_NAME", "check_folder", "holding"]
 

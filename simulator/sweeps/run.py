@@ -10,7 +10,7 @@ others go on. A worker whose code differs from this process's (another version i
 there) fails its tasks with a message saying so: its rows could not be told apart from this
 code's.
 
-Some things stop the whole sweep with one message (a :class:`~simulator.scenario.ConfigError`,
+Some things stop the whole sweep with one message (a :class:`~simulator.engine.scenario.ConfigError`,
 exit status 2 from the command), the finished files kept: the output folder is a file or cannot
 be written, another sweep holds it (:mod:`~simulator.sweeps.folder`), a write fails (a full
 disk), a task is refused by the user's own input (a bad value, a user's script that fails), or
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 from simulator.sweeps.dataset import code_fingerprint, finished, task_id, write_task
 from simulator.sweeps.folder import check_folder, holding
 from simulator.sweeps.spec import SweepSpec, grid_points, grid_size, iter_points
@@ -113,7 +113,7 @@ def run_sweep(
     per core), ``"tcp://HOST:PORT"``, a ``distributed.Client``, or ``"serial"``.
     ``no_workers_s``: how long to wait for a scheduler with no workers (None: for ever).
     """
-    from simulator.workers import check_scheduler
+    from simulator.engine.workers import check_scheduler
 
     check_scheduler(scheduler)
     folder = check_folder(Path(root) / spec.name)
@@ -132,8 +132,8 @@ def _run(
 ) -> SweepOutcome:
     from tqdm import tqdm
 
+    from simulator.engine.workers import dask_client, describe, run_tasks
     from simulator.userscripts.shipping import shipped
-    from simulator.workers import dask_client, describe, run_tasks
 
     total = grid_size(spec)
     keep = total <= KEEP_POINTS

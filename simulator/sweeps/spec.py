@@ -16,7 +16,7 @@
 
 Each study has its own axes, each with a default (:data:`simulator.sweeps.studies.STUDIES`);
 the algorithms and their parameters come from the registry, so a newly registered algorithm is a
-valid value at once. Every mistake is one :class:`~simulator.scenario.ConfigError` naming the
+valid value at once. Every mistake is one :class:`~simulator.engine.scenario.ConfigError` naming the
 file and the field (``sweep.toml: grid.limit[1]: must be an integer from 1 to ...``); a TOML
 syntax error names its line.
 """
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 
 __all__ = [
     "SweepSpec",

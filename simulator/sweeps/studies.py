@@ -4,7 +4,7 @@
                (:func:`simulator.studies.accuracy.load_point`): the Cloudflare-style figures
     adversary  the worst schedule a seeded search finds, confirmed on the Lua path
                (:func:`simulator.studies.adversary.worst_case`)
-    burst      the boundary-burst practice case on the Lua path (:func:`simulator.model.boundary_burst`)
+    burst      the boundary-burst practice case on the Lua path (:func:`simulator.engine.run.boundary_burst`)
 
 The memory study is not here: it measures one real server at a time. Each task returns its rows
 with the grid point's parameters as columns (an algorithm's own parameter ``burst`` as
@@ -31,8 +31,8 @@ from typing import Any
 
 import pandas as pd
 
-from simulator.scenario import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS, ConfigError, check_int
-from simulator.scenario import check_number as _number
+from simulator.checks import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS, ConfigError, check_int
+from simulator.checks import check_number as _number
 
 __all__ = ["Axis", "Study", "STUDIES", "run_point", "params_of", "Refused"]
 
@@ -154,8 +154,8 @@ def _adversary(point: dict[str, Any]) -> pd.DataFrame:
 
 
 def _burst(point: dict[str, Any]) -> pd.DataFrame:
+    from simulator.engine.run import boundary_burst
     from simulator.metrics import burst_summary
-    from simulator.model import boundary_burst
 
     frame = boundary_burst(
         point["algorithm"],

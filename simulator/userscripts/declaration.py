@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 
 __all__ = [
     "ARGV_NAMES",

@@ -25,11 +25,11 @@ from typing import Any, ClassVar
 
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import Limiter, MemoryModel, Param
+from simulator.algorithms.scripts import add
 from simulator.backends import FakeRedisBackend, ScriptError
+from simulator.checks import ConfigError
 from simulator.keys import hash_tag
 from simulator.records import Decision
-from simulator.scenario import ConfigError
-from simulator.scripts import add
 from simulator.userscripts.declaration import (
     Declaration,
     DeclarationError,

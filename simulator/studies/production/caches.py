@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 from simulator.studies.production.common import USER, Clock, arrivals, check_setup, max_in_window
 
 __all__ = [

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.backends import FakeRedisBackend
-from simulator.scenario import MAX_LIMIT, ConfigError, check_int, check_number
+from simulator.checks import MAX_LIMIT, ConfigError, check_int, check_number
 
 __all__ = ["Arrivals", "arrivals", "max_in_window", "Clock", "check_setup", "USER"]
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends.clock import counted_commands
-from simulator.scenario import check_int
+from simulator.checks import check_int
 from simulator.studies.production.common import MAX_REQUESTS, Clock, check_setup
 
 __all__ = ["NativeSetup", "PAIRS", "native_run", "native_summary", "operations"]
@@ -112,6 +112,7 @@ def operations(
     for name in algorithms or tuple(ALGORITHMS):
         clock = Clock()
         limiter = ALGORITHMS[name](clock.backend(), setup.limit, setup.window_ms)
+        limiter.backend.client.ping()  # the connection's own handshake is not a decision's
         with counted_commands() as count:
             for t, c, k in trace.itertuples(index=False):
                 clock.t_ms = t

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS, REFERENCES
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 from simulator.studies.production.common import (
     USER,
     Clock,

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
-from simulator.scenario import ConfigError, check_number
+from simulator.checks import ConfigError, check_number
 from simulator.studies.production.common import MAX_REQUESTS, USER, Clock, check_setup
 
 __all__ = ["RefusalSetup", "refusals_run", "refusals_summary", "PAIR", "RATE_MULTIPLES"]

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 from simulator.studies.production.common import USER, Clock, arrivals, check_setup, max_in_window
 from simulator.studies.production.outage import judged
 

@@ -1,6 +1,6 @@
 """How the model runs its clients.
 
-Each client spec has a SimPy process (in :mod:`simulator.traffic`, with every other arrival shape)
+Each client spec has a SimPy process (in :mod:`simulator.engine.traffic`, with every other arrival shape)
 that waits in simulated milliseconds, asks the limiter, and may react to the answer. ``ask(client)``
 is provided by the model: it decides at the current simulated millisecond and logs the decision.
 Each client draws from its own random generator.
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import simpy
 
-from simulator.scenario import BurstAt, ClientSpec, ConstantRate, OnOff, Poisson, Polite
-from simulator.traffic import (
+from simulator.engine.scenario import BurstAt, ClientSpec, ConstantRate, OnOff, Poisson, Polite
+from simulator.engine.traffic import (
     Ask,
     Proc,
     burst_at,
@@ -108,8 +108,8 @@ def arrivals(spec: ClientSpec, rng: np.random.Generator, until_ms: float) -> np.
 
     SimPy's ``run(until=T)`` stops before the events at ``T``, so a request at exactly ``T`` is
     not made; the same holds here. Poisson, on/off and steady clients' instants come from the
-    array forms of their processes (:func:`~simulator.traffic.poisson_gaps`,
-    :func:`~simulator.traffic.on_off_gaps`, :func:`~simulator.traffic.constant_times`: the same
+    array forms of their processes (:func:`~simulator.engine.traffic.poisson_gaps`,
+    :func:`~simulator.engine.traffic.on_off_gaps`, :func:`~simulator.engine.traffic.constant_times`: the same
     draws, drawn in blocks, and the same sums).
     """
     if type(spec) is Poisson and _PROCESSES[Poisson] is poisson and spec.rate_per_s > 0:

@@ -3,7 +3,7 @@
 Decisions are made in time order. For a trace already in time order that is the input order
 too, and each pipeline's rows go to the file as soon as they are made: if the run stops (a dead
 server, Ctrl-C), every decision made is on disk. For a trace out of order the rows go to sorted
-runs in a temporary folder instead (:class:`~simulator.spool.Spool`) and are merged into the file
+runs in a temporary folder instead (:class:`~simulator.playback.spool.Spool`) and are merged into the file
 in input order at the end - also when the run stops early, so what was decided is never lost;
 memory stays bounded either way.
 
@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from simulator.cli.lines import (
+from simulator.playback.lines import (
     HEADER,
     HEADER_FIELDS,
     HeaderColumns,
@@ -41,8 +41,8 @@ from simulator.cli.lines import (
     _line,
     _line_with_cost,
 )
+from simulator.playback.spool import Spool, work_folder
 from simulator.records import Decisions, Row
-from simulator.spool import Spool, work_folder
 
 __all__ = [
     "HEADER",

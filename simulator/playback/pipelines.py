@@ -3,7 +3,7 @@ taken back as decisions, in order, on the simulation's clock.
 
 :func:`pieces` cuts chunks of a trace into batches (at most a pipeline's worth, one millisecond
 each where the server's clock matters); :func:`replay_process` is the SimPy process that streams
-them to the backend, :data:`~simulator.playback.PIPELINES_IN_FLIGHT` ahead, and hands each batch's
+them to the backend, :data:`~simulator.playback.run.PIPELINES_IN_FLIGHT` ahead, and hands each batch's
 decisions on. When a server fails mid-batch, the calls its other nodes answered are kept and the
 error names the requests whose outcome is unknown (:func:`unknown`).
 """
@@ -19,9 +19,9 @@ import simpy
 
 from simulator.algorithms import Limiter
 from simulator.backends import NO_REPLY, Backend, BackendError, ScriptError
-from simulator.realtime import ExpiryWatch
+from simulator.engine.realtime import ExpiryWatch
+from simulator.playback.traces import Requests
 from simulator.records import DecisionColumns, Decisions
-from simulator.traces import Requests
 
 __all__ = ["Progress", "batches", "pieces", "replay_process", "unknown"]
 

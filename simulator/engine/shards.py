@@ -10,35 +10,63 @@ position in ``Scenario.clients``) and every row keeps the whole run's ``run_id``
 Client specs that share a name share a counter, so they always go into one shard; names are
 dealt round-robin in order of first appearance. The shards' rows are put in time order, ties in
 client order, which is the whole run's own order for clients played ahead (see
-:mod:`simulator.clients`); a reacting client's rows at an instant another client shares may come
+:mod:`simulator.engine.clients`); a reacting client's rows at an instant another client shares may come
 in another order, never with another decision. Two specs of one name, one reacting and one played
 ahead, may tie at one instant on their shared counter in another order than in the whole run.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
-from simulator.scenario import ConfigError, Scenario, check_int
+from simulator.algorithms import ALGORITHMS, Limiter
+from simulator.checks import ConfigError, check_int
+from simulator.engine.scenario import Scenario
 
 __all__ = ["deal", "simulate_sharded", "not_per_client"]
 
-#: One shard as a task gets it: the scenario's fields, its clients, their positions, the run id,
-#: and the user's script the algorithm is, if it is one (see :mod:`simulator.userscripts.shipping`).
-Shard = tuple[str, int, int, float, tuple[Any, ...], int, dict[str, float], list[int], str, Any]
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard as a task gets it in another process: the scenario's fields by value (the
+    algorithm by name: the worker's registry makes it again), its clients and their positions
+    in the whole run, the run id, and the user's script the algorithm is, if it is one
+    (see :mod:`simulator.userscripts.shipping`)."""
+
+    algorithm: str
+    limit: int
+    window_ms: int
+    duration_ms: float
+    clients: tuple[Any, ...]
+    seed: int
+    params: dict[str, float]
+    indices: list[int]
+    run_id: str
+    script: Any
+
+    def scenario(self) -> Scenario:
+        return Scenario(
+            self.algorithm,
+            self.limit,
+            self.window_ms,
+            self.duration_ms,
+            self.clients,
+            self.seed,
+            self.params,
+        )
 
 
-def not_per_client(algorithm: str) -> str | None:
+def not_per_client(algorithm: type[Limiter]) -> str | None:
     """Why ``algorithm``'s runs cannot be split by client, or None when they can."""
-    if ALGORITHMS[algorithm].per_client:
+    if algorithm.per_client:
         return None
     sharded = ", ".join(n for n, c in ALGORITHMS.items() if c.per_client) or "none"
     return (
-        f"{algorithm} is not a per-client limiter (its clients share state), so a run cannot be "
+        f"{algorithm.name} is not a per-client limiter (its clients share state), so a run cannot be "
         f"split by client; per-client limiters: {sharded}"
     )
 
@@ -56,27 +84,27 @@ def deal(scenario: Scenario, shards: int) -> list[list[int]]:
 def _run_shard(shard: Shard) -> tuple[pd.DataFrame, np.ndarray]:
     """One shard on a fake server of its own (this runs on a worker): its decision log and each
     decision's exact simulated instant."""
-    from simulator.model import _simulate
+    from simulator.engine.model import simulate_whole
     from simulator.userscripts.shipping import install
 
-    algorithm, limit, window_ms, duration_ms, clients, seed, params, indices, run_id, script = shard
-    install(script)
-    scenario = Scenario(algorithm, limit, window_ms, duration_ms, clients, seed, params)
+    install(shard.script)
     instants: list[float] = []
-    frame = _simulate(scenario, run_id=run_id, indices=indices, instants=instants)
+    frame = simulate_whole(
+        shard.scenario(), run_id=shard.run_id, indices=shard.indices, instants=instants
+    )
     return frame, np.array(instants, dtype="float64")
 
 
 def simulate_sharded(scenario: Scenario, shards: int, scheduler: Any = None) -> pd.DataFrame:
-    """:func:`simulator.model.simulate` split into ``shards`` by client, on Dask (see
-    :func:`simulator.workers.dask_client` for ``scheduler``; None starts a LocalCluster)."""
-    from simulator.model import _simulate, scenario_run_id
+    """:func:`simulator.engine.run.simulate` split into ``shards`` by client, on Dask (see
+    :func:`simulator.engine.workers.dask_client` for ``scheduler``; None starts a LocalCluster)."""
+    from simulator.engine.model import scenario_run_id, simulate_whole
+    from simulator.engine.workers import check_scheduler, dask_client, run_tasks
     from simulator.userscripts.shipping import shipped
-    from simulator.workers import check_scheduler, dask_client, run_tasks
 
     shards = check_int("simulate", "shards", shards, 1, 1_000_000)
     check_scheduler(scheduler)
-    why = not_per_client(scenario.algorithm)
+    why = not_per_client(scenario.policy.algorithm)
     if why is not None:
         raise ConfigError(f"simulate.shards: {why}")
     params = dict(scenario.params)
@@ -84,9 +112,9 @@ def simulate_sharded(scenario: Scenario, shards: int, scheduler: Any = None) -> 
     script = shipped(scenario.algorithm)
     parts = deal(scenario, shards)
     if not parts:
-        return _simulate(scenario)
+        return simulate_whole(scenario)
     work: list[Shard] = [
-        (
+        Shard(
             scenario.algorithm,
             scenario.limit,
             scenario.window_ms,

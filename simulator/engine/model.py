@@ -1,10 +1,10 @@
-"""Run a scenario on the virtual clock, and get the decision log (a trace: :mod:`simulator.playback`).
+"""Run a scenario on the virtual clock, and get the decision log (a trace: :mod:`simulator.playback.run`).
 
 The SimPy environment counts milliseconds. The backend's clock follows ``env.now`` (on the
 embedded fake server), each request is decided at ``floor(env.now)`` - the whole millisecond a
 server would see - and every decision is appended to one log that becomes a DataFrame.
 
-On a real server (see :mod:`simulator.realtime`) the same code runs: on simulated time for the
+On a real server (see :mod:`simulator.engine.realtime`) the same code runs: on simulated time for the
 algorithms that take ``now_ms`` from their arguments, on real time for ``echomq``. If the server
 goes away the run stops with a :class:`BackendError` naming the backend and the simulated time
 reached, after handing every decision made so far to ``on_rows``.
@@ -16,29 +16,27 @@ import gc
 import hashlib
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 import simpy
 import simpy.rt
 
-from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
-from simulator.clients import arrivals, feeder, process_for, reacts
-from simulator.realtime import (
+from simulator.engine.clients import arrivals, feeder, process_for, reacts
+from simulator.engine.realtime import (
     ExpiryWatch,
     ServerClockWarning,
     environment_for,
     late_ms,
     needs_real_time,
 )
+from simulator.engine.scenario import Scenario
+from simulator.engine.traffic import draw_costs
 from simulator.records import Decision, DecisionLog, Row
-from simulator.scenario import BurstAt, Scenario
-from simulator.traffic import draw_costs
 
-__all__ = ["simulate", "boundary_burst", "run_id_for", "scenario_run_id", "Row"]
+__all__ = ["simulate_whole", "stopped_at", "run_id_for", "scenario_run_id", "Row"]
 
 
 def run_id_for(*parts: object) -> str:
@@ -55,7 +53,7 @@ def scenario_run_id(scenario: Scenario) -> str:
     return run_id_for(scenario, *extra)
 
 
-def _stopped(
+def stopped_at(
     exc: BackendError | ScriptError,
     backend: Backend,
     t_ms: int,
@@ -73,39 +71,7 @@ def _stopped(
     return error
 
 
-def simulate(
-    scenario: Scenario,
-    backend: Backend | None = None,
-    on_rows: Callable[[list[Row]], None] | None = None,
-    *,
-    shards: int = 1,
-    scheduler: Any = None,
-) -> pd.DataFrame:
-    """Run ``scenario`` and return its decision log (one row per request).
-
-    On a real server ``echomq`` runs on real time (the scenario takes its duration in wall time);
-    the frame's ``attrs["late_ms"]`` then holds how late (ms) each decision was sent.
-    ``on_rows`` receives each decision as it is made (its position is the row number).
-
-    ``shards=N`` splits the clients into N shards, each simulated on its own fake server in a
-    Dask task (``scheduler``: see :func:`simulator.workers.dask_client`), and concatenates their
-    logs: the same rows as one run (:mod:`simulator.shards`).
-    """
-    if shards != 1 or scheduler is not None:
-        from simulator.shards import simulate_sharded
-
-        if backend is not None or on_rows is not None:
-            from simulator.scenario import ConfigError
-
-            raise ConfigError(
-                "simulate.shards: each shard runs on a fake server of its own, so neither a "
-                "backend nor on_rows can be given with shards"
-            )
-        return simulate_sharded(scenario, shards, scheduler)
-    return _simulate(scenario, backend, on_rows)
-
-
-def _simulate(
+def simulate_whole(
     scenario: Scenario,
     backend: Backend | None = None,
     on_rows: Callable[[list[Row]], None] | None = None,
@@ -113,15 +79,16 @@ def _simulate(
     indices: Sequence[int] | None = None,
     instants: list[float] | None = None,
 ) -> pd.DataFrame:
-    """:func:`simulate` itself; a shard passes the whole run's ``run_id``, for each of its
-    clients its position in the whole run (``indices``: the client's random generator), and a
-    list that gets each decision's exact simulated instant (``instants``: how shards merge)."""
+    """Run ``scenario`` in this process (see :func:`simulator.engine.run.simulate`).
+
+    A shard passes the whole run's ``run_id``, for each of its clients its position in the
+    whole run (``indices``: the client's random generator), and a list that gets each
+    decision's exact simulated instant (``instants``: how shards merge)."""
     backend = backend or FakeRedisBackend()
-    env = environment_for(backend, scenario.algorithm)
+    policy = scenario.policy
+    env = environment_for(backend, policy.algorithm)
     backend.follow(lambda: env.now)
-    limiter = ALGORITHMS[scenario.algorithm](
-        backend, scenario.limit, scenario.window_ms, **scenario.params
-    )
+    limiter = policy.limiter(backend)
     if run_id is None:
         run_id = scenario_run_id(scenario)
     log = DecisionLog(run_id, scenario.seed, scenario.algorithm)
@@ -129,7 +96,7 @@ def _simulate(
     # The log's columns, appended to directly: this is the hot path of every simulated request.
     clients, times, decisions, weights = log.clients, log.t_ms, log.decisions, log.costs
     late: list[float] = []
-    realtime = needs_real_time(backend, scenario.algorithm)
+    realtime = needs_real_time(backend, policy.algorithm)
     watch = ExpiryWatch(scenario.window_ms) if not backend.virtual_time and not realtime else None
 
     def ask(client: str, cost: int = 1) -> Decision:
@@ -162,7 +129,7 @@ def _simulate(
         try:
             env.run(until=scenario.duration_ms)
         except (BackendError, ScriptError) as exc:
-            raise _stopped(exc, backend, math.floor(env.now), 0, len(log)) from exc
+            raise stopped_at(exc, backend, math.floor(env.now), 0, len(log)) from exc
         frame = log.frame()
     finally:
         if collecting:
@@ -222,40 +189,3 @@ def _start_clients(
     order = np.argsort(t_ms, kind="stable")  # ties in client order, as the processes had them
     fed_cost = None if bool((cost == 1).all()) else cost[order]
     env.process(feeder(env, t_ms[order], who[order], names, ask, fed_cost))
-
-
-def boundary_burst(
-    algorithm: str,
-    limit: int = 100,
-    window_s: float = 60.0,
-    first_s: float = 59.0,
-    second_s: float = 61.0,
-    per_burst: int | None = None,
-    backend: Backend | None = None,
-    params: Mapping[str, float] | None = None,
-    users: int = 1,
-    shards: int = 1,
-    scheduler: Any = None,
-) -> pd.DataFrame:
-    """The practice case: ``per_burst`` requests (default ``limit``) at each of two seconds.
-
-    ``params``: the algorithm's own parameters (the others take their defaults). ``users``: how
-    many clients burst alike (one is ``user``; more are ``user0``, ``user1``, ...), split into
-    ``shards`` on Dask (see :func:`simulate`)."""
-    from simulator.scenario import check_int
-
-    n = limit if per_burst is None else per_burst
-    users = check_int("boundary_burst", "users", users, 1, 100_000_000)
-    names = ["user"] if users == 1 else [f"user{i}" for i in range(users)]
-    scenario = Scenario(
-        algorithm=algorithm,
-        limit=limit,
-        window_ms=round(window_s * 1000),
-        duration_ms=max(first_s, second_s) * 1000 + 1,
-        clients=tuple(BurstAt(name, n=n, at_s=(first_s, second_s)) for name in names),
-        params=dict(params or {}),
-    )
-    frame = simulate(scenario, backend, shards=shards, scheduler=scheduler)
-    # The run's limit, for ratios: a bucket's rows hold its capacity (the burst) as "limit".
-    frame.attrs["limit"] = limit
-    return frame

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
-from simulator.scenario import ConfigError
+from simulator.checks import ConfigError
 
 __all__ = [
     "SERIAL",

@@ -3,7 +3,7 @@
 A replay needs its requests in time order, and a trace may hold fifty million lines that are
 mostly in order (a log is written as requests finish, not as they start). :func:`scan_trace`
 reads the file once, checking every line, and keeps only what is out of order, in sorted runs on
-disk (:mod:`simulator.spool`); :meth:`TraceScan.in_time_order` then merges those runs with the
+disk (:mod:`simulator.playback.spool`); :meth:`TraceScan.in_time_order` then merges those runs with the
 in-order start read again from the file. A file changed between the two reads is refused.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator import spool as _spool
-from simulator.spool import Block, Spool
-from simulator.traces import Requests, TraceError, iter_trace
+from simulator.playback import spool as _spool
+from simulator.playback.spool import Block, Spool
+from simulator.playback.traces import Requests, TraceError, iter_trace
 
 __all__ = ["TraceScan", "scan_trace"]
 
@@ -37,7 +37,7 @@ class TraceScan:
 
     The requests at the start that are in time order (``prefix`` of them; all, for most CSV
     traces) are read again from the file when wanted; the rest, if any, went into sorted runs on
-    disk (a :class:`~simulator.spool.Spool`) during the pass. Time order is then a merge of the
+    disk (a :class:`~simulator.playback.spool.Spool`) during the pass. Time order is then a merge of the
     two, and memory stays at a few blocks however long the trace.
     """
 

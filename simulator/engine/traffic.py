@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simulator.engine.scenario import ConstantRate, OnOff, Poisson, Polite
 from simulator.records import Decision
-from simulator.scenario import ConstantRate, OnOff, Poisson, Polite
 
 __all__ = [
     "Ask",

@@ -8,7 +8,7 @@ naming file and line.
 
 A log may hold fifty million lines, so the readers hand the requests out in chunks of at most
 :data:`CHUNK_REQUESTS` (:func:`iter_trace`); :func:`read_trace` gathers them into a frame for
-those who want one in memory, and :mod:`simulator.trace_scan` reads a file once and then again
+those who want one in memory, and :mod:`simulator.playback.scan` reads a file once and then again
 in time order, however long it is.
 
 Times are read exactly: an integer as the integer it spells, a decimal (``12.5``, ``1.5e3``)
@@ -32,8 +32,8 @@ from typing import IO, NamedTuple
 import numpy as np
 import pandas as pd
 
+from simulator.checks import MAX_LIMIT, MAX_T_MS, ConfigError
 from simulator.records import CLIENT_DTYPE
-from simulator.scenario import MAX_LIMIT, MAX_T_MS, ConfigError
 
 __all__ = [
     "TraceError",

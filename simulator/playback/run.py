@@ -21,14 +21,19 @@ from typing import NamedTuple, cast
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
-from simulator.model import _stopped, run_id_for
-from simulator.pipelines import Progress, pieces, replay_process
-from simulator.realtime import ExpiryWatch, ServerClockWarning, environment_for, needs_real_time
+from simulator.checks import ConfigError
+from simulator.engine.model import run_id_for, stopped_at
+from simulator.engine.realtime import (
+    ExpiryWatch,
+    ServerClockWarning,
+    environment_for,
+    needs_real_time,
+)
+from simulator.playback.pipelines import Progress, pieces, replay_process
+from simulator.playback.traces import Requests, exact_t_ms
+from simulator.policy import Policy, resolve
 from simulator.records import DecisionColumns, Decisions, frame_of
-from simulator.scenario import ConfigError
-from simulator.traces import Requests, exact_t_ms
 
 __all__ = ["replay", "replay_requests", "Replayed", "PIPELINE_CALLS"]
 
@@ -54,15 +59,13 @@ class Replayed(NamedTuple):
 
 def _replay_requests(
     requests: Iterable[Requests],
-    algorithm: str,
-    limit: int,
-    window_ms: int,
+    policy: Policy,
     backend: Backend | None,
+    *,
     on_progress: Callable[[int], None] | None,
     pipeline: int | None,
     on_rows: Callable[[Decisions], None] | None,
     total: int | None,
-    params: Mapping[str, float] | None = None,
 ) -> tuple[Replayed, ExpiryWatch | None]:
     chunks = iter(requests)
     first = next((c for c in chunks if c.t_ms), None)
@@ -70,15 +73,15 @@ def _replay_requests(
         return Replayed(0, True), None
     t0 = first.t_ms[0]
     backend = backend or FakeRedisBackend()
-    env = environment_for(backend, algorithm, initial_time=t0)
+    env = environment_for(backend, policy.algorithm, initial_time=t0)
     backend.follow(lambda: env.now)
-    limiter = ALGORITHMS[algorithm](backend, limit, window_ms, **(params or {}))
-    realtime = needs_real_time(backend, algorithm)
+    limiter = policy.limiter(backend)
+    realtime = needs_real_time(backend, policy.algorithm)
     size = max(1, pipeline or PIPELINE_CALLS)
     # The fake server's clock is env.now: its batches must not span milliseconds; nor may the
     # real server's on real time. Elsewhere the server's clock does not matter.
     same_ms = backend.virtual_time or realtime
-    watch = None if same_ms else ExpiryWatch(window_ms)
+    watch = None if same_ms else ExpiryWatch(policy.window_ms)
     depth = 0 if size == 1 else 1 if same_ms else PIPELINES_IN_FLIGHT  # 0: no pipeline at all
     progress = Progress(t0)
     if isinstance(backend, FakeRedisBackend):
@@ -88,7 +91,7 @@ def _replay_requests(
     try:
         env.run()
     except (BackendError, ScriptError) as exc:
-        raise _stopped(exc, backend, progress.next_t_ms, t0, progress.decided, total) from exc
+        raise stopped_at(exc, backend, progress.next_t_ms, t0, progress.decided, total) from exc
     return Replayed(progress.decided, watch is None or watch.safe), watch
 
 
@@ -143,15 +146,12 @@ def replay_requests(
     try:
         done, watch = _replay_requests(
             requests,
-            algorithm,
-            limit,
-            window_ms,
+            resolve(algorithm, limit, window_ms, params, owner="replay.algorithm"),
             backend,
-            on_progress,
-            pipeline,
-            on_rows,
-            total,
-            params,
+            on_progress=on_progress,
+            pipeline=pipeline,
+            on_rows=on_rows,
+            total=total,
         )
     finally:
         if frozen:
@@ -185,6 +185,7 @@ def replay(
     with no Python object per row. (The whole frame is in memory here; :func:`replay_requests`
     streams.)
     """
+    policy = resolve(algorithm, limit, window_ms, params, owner="replay.algorithm")
     exact = exact_t_ms(trace["t_ms"].to_numpy())  # int64 throughout: no float rounds a time
     order = np.argsort(exact, kind="stable")
     # Not .astype(str): pandas' default strings cannot hold the lone surrogates that stand for
@@ -221,15 +222,12 @@ def replay(
     try:
         done, watch = _replay_requests(
             [in_time],
-            algorithm,
-            limit,
-            window_ms,
+            policy,
             backend,
-            on_progress,
-            pipeline,
-            keep,
-            len(trace),
-            params,
+            on_progress=on_progress,
+            pipeline=pipeline,
+            on_rows=keep,
+            total=len(trace),
         )
         del in_time
         if not made.all():  # pragma: no cover - every request is decided, or the run raised

@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Mapping
 
 import simpy
 import simpy.rt
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.backends import Backend
 
 __all__ = [
-    "SERVER_TIME_FREE",
-    "SERVER_TIME_BOUND",
+    "server_time_free",
+    "server_time_bound",
     "RT_FACTOR",
     "ServerClockWarning",
     "ExpiryWatch",
@@ -39,10 +40,20 @@ __all__ = [
     "time_note",
 ]
 
-#: Algorithms whose decisions do not depend on the server's clock (``now_ms`` comes in ARGV).
-SERVER_TIME_FREE = tuple(a for a, cls in ALGORITHMS.items() if not cls.uses_server_time)
-#: Algorithms whose window is a key's TTL, counted by the server's clock.
-SERVER_TIME_BOUND = tuple(a for a, cls in ALGORITHMS.items() if cls.uses_server_time)
+
+def server_time_free(registry: Mapping[str, type[Limiter]] | None = None) -> tuple[str, ...]:
+    """The algorithms whose decisions do not depend on the server's clock (``now_ms`` comes in
+    ARGV), as the registry holds them now."""
+    known = ALGORITHMS if registry is None else registry
+    return tuple(a for a, cls in known.items() if not cls.uses_server_time)
+
+
+def server_time_bound(registry: Mapping[str, type[Limiter]] | None = None) -> tuple[str, ...]:
+    """The algorithms whose window is a key's TTL, counted by the server's clock."""
+    known = ALGORITHMS if registry is None else registry
+    return tuple(a for a, cls in known.items() if cls.uses_server_time)
+
+
 #: Real seconds per simulated time unit (the unit is one millisecond).
 RT_FACTOR = 0.001
 
@@ -51,9 +62,9 @@ class ServerClockWarning(UserWarning):
     """A run on a real server was slow enough that key expiry may have changed a decision."""
 
 
-def needs_real_time(backend: Backend, algorithm: str) -> bool:
+def needs_real_time(backend: Backend, algorithm: type[Limiter]) -> bool:
     """True when ``algorithm`` on ``backend`` must run on real time to be right."""
-    return not backend.virtual_time and ALGORITHMS[algorithm].uses_server_time
+    return not backend.virtual_time and algorithm.uses_server_time
 
 
 class VirtualEnvironment(simpy.Environment):
@@ -75,7 +86,9 @@ class VirtualEnvironment(simpy.Environment):
         return False
 
 
-def environment_for(backend: Backend, algorithm: str, initial_time: int = 0) -> simpy.Environment:
+def environment_for(
+    backend: Backend, algorithm: type[Limiter], initial_time: int = 0
+) -> simpy.Environment:
     """A virtual-time environment, or a real-time one (1 ms per ms) where the server's clock rules."""
     if needs_real_time(backend, algorithm):
         return simpy.rt.RealtimeEnvironment(initial_time, factor=RT_FACTOR, strict=False)
@@ -90,11 +103,12 @@ def late_ms(env: simpy.Environment) -> float:
     return wall_ms - (env.now - env.env_start)
 
 
-def time_note(algorithm: str, backend: Backend) -> str:
+def time_note(algorithm: type[Limiter], backend: Backend) -> str:
     """One line saying which clock the decisions of ``algorithm`` on ``backend`` follow."""
+    uses_server_time, algorithm = algorithm.uses_server_time, algorithm.name
     if backend.virtual_time:
         return f"{algorithm} on {backend.name}: simulated time (the server's clock follows it)"
-    if ALGORITHMS[algorithm].uses_server_time:
+    if uses_server_time:
         return (
             f"{algorithm} on {backend.name}: REAL TIME - its window is the key's TTL on the "
             "server's clock, so the run goes at wall-clock speed"

@@ -1,0 +1,92 @@
+"""A policy: which algorithm, how many requests per window, and the algorithm's own parameters.
+
+The name a user types (``--algorithm sliding_counter``, a sweep's grid, a SPEC, the explorer's
+choice) is looked up once, where it enters, and from there on the run carries a :class:`Policy`:
+the algorithm's :class:`~simulator.algorithms.base.Limiter` class itself, the limit, the window
+in milliseconds and every parameter of its own, checked and with its defaults filled in. The
+engine and the replay make their limiters from it (:meth:`Policy.limiter`) and never look a name
+up again, so a registry given for one run (a user's scripts beside the built-ins) reaches as far
+as the policy does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.base import Limiter, own_params
+from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
+
+if TYPE_CHECKING:
+    from simulator.backends.base import Backend
+
+__all__ = ["Policy", "resolve"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """An algorithm with its limit, its window (ms) and its own parameters, checked."""
+
+    algorithm: type[Limiter]
+    limit: int
+    window_ms: int
+    params: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.algorithm, type) and issubclass(self.algorithm, Limiter)):
+            raise ConfigError(f"Policy.algorithm: must be a Limiter class, got {self.algorithm!r}")
+        owner = self.algorithm.__name__
+        object.__setattr__(self, "limit", check_int(owner, "limit", self.limit, 1, MAX_LIMIT))
+        object.__setattr__(
+            self, "window_ms", check_int(owner, "window_ms", self.window_ms, 1, MAX_WINDOW_MS)
+        )
+        if not isinstance(self.params, Mapping):
+            raise ConfigError(f"{owner}.params: must be a mapping of names to numbers")
+        values = own_params(
+            owner, self.algorithm.params_declared, self.params, self.limit, self.window_ms
+        )
+        object.__setattr__(self, "params", MappingProxyType(values))
+
+    @property
+    def name(self) -> str:
+        """The algorithm's name, as the registry, the CLI and every frame's column say it."""
+        return self.algorithm.name
+
+    def limiter(self, backend: Backend) -> Limiter:
+        """The algorithm's limiter on ``backend``, with this policy's numbers."""
+        return self.algorithm(backend, self.limit, self.window_ms, **self.params)
+
+    def __hash__(self) -> int:
+        return hash(
+            (self.algorithm, self.limit, self.window_ms, tuple(sorted(self.params.items())))
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Policy) and (
+            self.algorithm,
+            self.limit,
+            self.window_ms,
+            dict(self.params),
+        ) == (other.algorithm, other.limit, other.window_ms, dict(other.params))
+
+
+def resolve(
+    algorithm: str | type[Limiter],
+    limit: int,
+    window_ms: int,
+    params: Mapping[str, object] | None = None,
+    registry: Mapping[str, type[Limiter]] | None = None,
+    owner: str = "algorithm",
+) -> Policy:
+    """The :class:`Policy` for a name (looked up in ``registry``, by default
+    :data:`~simulator.algorithms.ALGORITHMS`) or a Limiter class; ConfigError naming ``owner``
+    for a name nobody registered."""
+    if isinstance(algorithm, str):
+        known = ALGORITHMS if registry is None else registry
+        if algorithm not in known:
+            raise ConfigError(f"{owner}: unknown {algorithm!r}; known: {', '.join(known)}")
+        algorithm = known[algorithm]
+    return Policy(algorithm, limit, window_ms, dict(params or {}))  # type: ignore[arg-type]
