@@ -158,12 +158,22 @@ def test_the_header_fields_carry_both_policies_and_the_binding_one():
     assert fields[3]["Retry-After"] == "9"
 
 
-def test_replay_writes_both_policies_in_its_header_columns(tmp_path, capsys):
+@pytest.mark.parametrize("shards", [[], ["--shards", "2"]], ids=["serial", "sharded"])
+def test_replay_writes_both_policies_in_its_header_columns(tmp_path, capsys, shards):
     trace = tmp_path / "t.csv"
     trace.write_text("client,t_ms\na,0\na,1\na,2\na,1500\n")
     out = tmp_path / "out.csv"
     args = ["replay", "--algorithm", "multi_policy", "--limit", "2", "--window", "1"]
-    args += ["--param", "long_limit=3", "--headers", "draft", "--out", str(out), str(trace)]
+    args += [
+        "--param",
+        "long_limit=3",
+        "--headers",
+        "draft",
+        *shards,
+        "--out",
+        str(out),
+        str(trace),
+    ]
     assert cli.main(args) == 0
     frame = pd.read_csv(out)
     assert set(frame["RateLimit-Policy"]) == {'"short";q=2;w=1, "long";q=3;w=10'}

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from simulator.algorithms import ALGORITHMS
-from simulator.algorithms.base import own_params
 from simulator.backends import BackendError, ScriptError
 from simulator.cli.args import (
     UsageError,
@@ -148,13 +147,8 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             try:
                 headers = None
                 if args.headers is not None:
-                    cls = ALGORITHMS[args.algorithm]
-                    resolved = own_params(
-                        args.algorithm, cls.params_declared, params, args.limit, window_ms
-                    )
-                    policies = cls.header_policies(args.limit, window_ms, resolved)
-                    headers = HeaderColumns(
-                        args.headers, args.algorithm, window_ms, args.limit, policies
+                    headers = HeaderColumns.of(
+                        args.headers, args.algorithm, window_ms, args.limit, params
                     )
                 sink = DecisionCsv(
                     args.out, scan.in_order, stop, workdir, costs=scan.costs, headers=headers

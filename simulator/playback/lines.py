@@ -10,6 +10,7 @@ the csv writer writes the same bytes either way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +96,20 @@ class HeaderColumns:
     rate_limit: int
     #: ``(name, limit, window_ms)`` of each policy when one decision answers for several.
     policies: tuple[tuple[str, int, int], ...] = ()
+
+    @classmethod
+    def of(
+        cls, style: str, algorithm: str, window_ms: int, limit: int, params: Mapping[str, float]
+    ) -> HeaderColumns:
+        """The columns for ``algorithm`` with its own ``params`` (as given; defaults filled in),
+        every policy of an algorithm that answers for several (``multi_policy``)."""
+        from simulator.algorithms import ALGORITHMS
+        from simulator.algorithms.base import own_params
+
+        owner = ALGORITHMS[algorithm]
+        resolved = own_params(algorithm, owner.params_declared, params, limit, window_ms)
+        policies = owner.header_policies(limit, window_ms, resolved)
+        return cls(style, algorithm, window_ms, limit, policies)
 
     def names(self) -> tuple[str, ...]:
         return HEADER_FIELDS[self.style]
