@@ -47,9 +47,8 @@ def test_burst_prints_the_practice_case_numbers():
 def test_burst_options():
     out = run("burst", "--limit", "10", "--window", "1", "--first", "0.9", "--second", "1.1")
     assert out.returncode == 0, out.stderr
-    assert re.search(
-        r"fixed_window +20 of 20", out.stdout
-    )  # the column is as wide as the longest name
+    # the name column is as wide as the longest algorithm name
+    assert re.search(r"fixed_window +20 of 20", out.stdout)
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
