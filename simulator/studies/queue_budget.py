@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Generator, Sequence
 from dataclasses import asdict, dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,157 @@ def _arrivals(scenario: QueueScenario) -> tuple[np.ndarray, np.ndarray]:
     return t_all[order], r_all[order]
 
 
+class Outcome(StrEnum):
+    """Where a job stands when the run ends (the ``outcome`` column)."""
+
+    PENDING = "pending"  # still queued, never admitted
+    RUNNING = "running"  # admitted, its service not finished
+    DONE = "done"
+    DROPPED = "dropped"  # dequeued after ``stale_after_ms``: thrown away
+    LOST = "lost"  # its worker died in the middle of the admit
+
+
+class Action(StrEnum):
+    """What a worker did with a job it dequeued (the ``action`` column)."""
+
+    ADMIT = "admit"
+    DEFER_TTL = "defer_ttl"  # the budget's TTL said spent before the admit was tried
+    DEFER_ADMIT = "defer_admit"  # the admit itself refused
+    DROP = "drop"
+    LOST = "lost"
+
+
+#: The budget every worker shares, per limiter; a limiter not here (``local``) gives each worker
+#: a :class:`LocalBudget` of its own.
+SHARED_BUDGETS: dict[str, type[ServerBudget]] = {"server": ServerBudget, "split": SplitBudget}
+
+
+@dataclass
+class _Job:
+    """One job as it moves through the queue: where it waits, when it ran, how often it came back."""
+
+    room: str
+    queue: str
+    enqueued_ms: int
+    started_ms: int | None = None
+    done_ms: int | None = None
+    dequeues: int = 0
+    deferrals: int = 0
+    outcome: Outcome = Outcome.PENDING
+
+
+#: A worker's dequeue: (t_ms, worker, queue, job_id, action, delay_ms, window_end_ms).
+_Dequeue = tuple[int, int, str, int, str, int, int | None]
+
+
+class _Floor:
+    """The dequeue floor of one run: producers put jobs on the broker's queues, K workers take
+    them, ask the budget and run, defer, drop or lose each one; every dequeue is logged."""
+
+    def __init__(self, s: QueueScenario, env: simpy.Environment, backend: Backend | None) -> None:
+        self.s, self.env = s, env
+        queues = [SHARED_QUEUE] if s.design == "shared" else [r.name for r in s.rooms]
+        self.broker = _Broker(env, queues)
+        t_arr, r_arr = _arrivals(s)
+        self.t_arr = t_arr
+        rooms = [s.rooms[i].name for i in r_arr.tolist()]
+        self.jobs = [
+            _Job(room, s.queue_of(room), t) for room, t in zip(rooms, t_arr.tolist(), strict=True)
+        ]
+        self.log: list[_Dequeue] = []
+        self.hit = telemetry.event(telemetry.RATE_LIMIT_HIT)
+        kind = SHARED_BUDGETS.get(s.limiter)
+        # one budget for all workers; None: each keeps a LocalBudget
+        self.shared = (
+            kind(backend, s.max_per_window, s.window_ms, s.crash_at_ms)
+            if kind is not None and backend is not None
+            else None
+        )
+
+    def producer(self) -> Generator[simpy.Event, Any, None]:
+        """Each job appears on its room's queue at its arrival time."""
+        env = self.env
+        for job, t in enumerate(self.t_arr.tolist()):
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            self.broker.put(self.jobs[job].queue, t, job)
+
+    def worker(self, wid: int) -> Generator[simpy.Event, Any, None]:
+        """Take the oldest visible job, drop it if stale, else ask the budget: run it, or defer
+        it by the TTL (or the admit's retry-after); a worker that dies in the admit stops."""
+        s, env = self.s, self.env
+        budget: Any = (
+            self.shared if self.shared is not None else LocalBudget(s.max_per_window, s.window_ms)
+        )
+        while True:
+            now = int(env.now)
+            item = self.broker.take(now)
+            if item is None:
+                nxt = self.broker.next_visible_ms()
+                yield (
+                    self.broker.signal
+                    if nxt is None
+                    else self.broker.signal | env.timeout(nxt - now)
+                )
+                continue
+            queue, job = item
+            self.jobs[job].dequeues += 1
+            if s.stale_after_ms is not None and now - self.jobs[job].enqueued_ms > s.stale_after_ms:
+                self.jobs[job].outcome = Outcome.DROPPED
+                self.log.append((now, wid, queue, job, Action.DROP.value, 0, None))
+                continue
+            delay, action = budget.ttl(queue, now), Action.DEFER_TTL
+            if delay <= 0:
+                try:
+                    refused = yield from self._admit(budget, wid, queue, job)
+                except WorkerDied:
+                    return
+                if refused is None:
+                    continue
+                now, delay = refused
+                action = Action.DEFER_ADMIT
+            self._defer(wid, queue, job, now, delay, action)
+
+    def _admit(
+        self, budget: Any, wid: int, queue: str, job: int
+    ) -> Generator[simpy.Event, Any, tuple[int, int] | None]:
+        """The budget had room by its TTL: (after ``read_to_admit_ms``) admit and run the job,
+        None; or the admit refused, (now, retry_after_ms). A worker that dies here loses the job
+        and raises :class:`WorkerDied` on."""
+        s, env = self.s, self.env
+        now = int(env.now)
+        if s.read_to_admit_ms:
+            yield env.timeout(s.read_to_admit_ms)
+            now = int(env.now)
+        try:
+            decision = budget.admit(queue, now)
+        except WorkerDied:
+            self.jobs[job].outcome = Outcome.LOST
+            self.log.append((now, wid, queue, job, Action.LOST.value, 0, None))
+            raise
+        if not decision.allowed:
+            return now, decision.retry_after_ms
+        end = now + decision.reset_ms if decision.reset_ms >= 0 else None
+        self.log.append((now, wid, queue, job, Action.ADMIT.value, 0, end))
+        record = self.jobs[job]
+        record.started_ms, record.outcome = now, Outcome.RUNNING
+        if s.service_ms:
+            yield env.timeout(s.service_ms)
+        record.done_ms, record.outcome = int(env.now), Outcome.DONE
+        return None
+
+    def _defer(self, wid: int, queue: str, job: int, now: int, delay: int, action: Action) -> None:
+        """Put the job back, visible again after the wait the budget gave (plus the pad), or after
+        ``min_defer_ms`` when it gave none; the rate-limit hit is emitted."""
+        s = self.s
+        delay = delay + s.defer_pad_ms if delay > 0 else s.min_defer_ms
+        self.jobs[job].deferrals += 1
+        self.log.append((now, wid, queue, job, action.value, delay, None))
+        if self.hit.handlers:
+            self.hit.emit(queue, delay, now)
+        self.broker.put(queue, now + delay, job)
+
+
 def run(
     scenario: QueueScenario, backend: Backend | None = None, record_events: bool = False
 ) -> QueueRun:
@@ -157,121 +309,63 @@ def run(
         backend = FakeRedisBackend()
     if backend is not None:
         backend.follow(lambda: env.now)
-    queues = [SHARED_QUEUE] if s.design == "shared" else [r.name for r in s.rooms]
-    broker = _Broker(env, queues)
-    t_arr, r_arr = _arrivals(s)
-    n = len(t_arr)
-    room_names = [r.name for r in s.rooms]
-    job_room = [room_names[i] for i in r_arr.tolist()]
-    job_queue = [s.queue_of(room) for room in job_room]
-    started = [-1] * n
-    done = [-1] * n
-    dequeues = [0] * n
-    deferrals = [0] * n
-    outcome = ["pending"] * n
-    rows: list[tuple[int, int, str, int, str, int, int | None]] = []
-    hit = telemetry.event(telemetry.RATE_LIMIT_HIT)
-
-    shared: ServerBudget | None = None  # one for all workers; None: each keeps a LocalBudget
-    if backend is not None and s.limiter != "local":
-        kind = SplitBudget if s.limiter == "split" else ServerBudget
-        shared = kind(backend, s.max_per_window, s.window_ms, s.crash_at_ms)
-
-    def producer() -> Generator[simpy.Event, Any, None]:
-        for job, t in enumerate(t_arr.tolist()):
-            if t > env.now:
-                yield env.timeout(t - env.now)
-            broker.put(job_queue[job], t, job)
-
-    def worker(wid: int) -> Generator[simpy.Event, Any, None]:
-        budget: Any = shared if shared is not None else LocalBudget(s.max_per_window, s.window_ms)
-        while True:
-            now = int(env.now)
-            item = broker.take(now)
-            if item is None:
-                nxt = broker.next_visible_ms()
-                yield broker.signal if nxt is None else broker.signal | env.timeout(nxt - now)
-                continue
-            queue, job = item
-            dequeues[job] += 1
-            if s.stale_after_ms is not None and now - t_arr[job] > s.stale_after_ms:
-                outcome[job] = "dropped"
-                rows.append((now, wid, queue, job, "drop", 0, None))
-                continue
-            delay, action = budget.ttl(queue, now), "defer_ttl"
-            if delay <= 0:
-                if s.read_to_admit_ms:
-                    yield env.timeout(s.read_to_admit_ms)
-                    now = int(env.now)
-                try:
-                    decision = budget.admit(queue, now)
-                except WorkerDied:
-                    outcome[job] = "lost"
-                    rows.append((now, wid, queue, job, "lost", 0, None))
-                    return
-                if decision.allowed:
-                    end = now + decision.reset_ms if decision.reset_ms >= 0 else None
-                    rows.append((now, wid, queue, job, "admit", 0, end))
-                    started[job], outcome[job] = now, "running"
-                    if s.service_ms:
-                        yield env.timeout(s.service_ms)
-                    done[job], outcome[job] = int(env.now), "done"
-                    continue
-                delay, action = decision.retry_after_ms, "defer_admit"
-            delay = delay + s.defer_pad_ms if delay > 0 else s.min_defer_ms
-            deferrals[job] += 1
-            rows.append((now, wid, queue, job, action, delay, None))
-            if hit.handlers:
-                hit.emit(queue, delay, now)
-            broker.put(queue, now + delay, job)
-
+    floor = _Floor(s, env, backend)
     recorder = telemetry.Recorder()
     if record_events:
         telemetry.attach(telemetry.RATE_LIMIT_HIT, recorder)
     try:
-        env.process(producer())
+        env.process(floor.producer())
         for wid in range(s.workers):
-            env.process(worker(wid))
+            env.process(floor.worker(wid))
         env.run(until=s.duration_ms + s.drain_ms)
     finally:
         if record_events:
             telemetry.detach(telemetry.RATE_LIMIT_HIT, recorder)
-
-    run_id = run_id_for("queue_budget", asdict(s))
     ident = {
-        "run_id": run_id,
+        "run_id": run_id_for("queue_budget", asdict(s)),
         "label": s.label,
         "design": s.design,
         "limiter": s.limiter,
         "workers": s.workers,
     }
-    st = pd.array([x if x >= 0 else None for x in started], dtype="Int64")
-    dn = pd.array([x if x >= 0 else None for x in done], dtype="Int64")
-    enq = pd.array(t_arr, dtype="Int64")
-    jobs = pd.DataFrame(
+    return QueueRun(
+        s, _job_frame(ident, floor.jobs), _dequeue_frame(ident, floor.log), recorder.frame()
+    )
+
+
+def _job_frame(ident: dict[str, Any], jobs: Sequence[_Job]) -> pd.DataFrame:
+    """One row per job (:data:`JOB_DTYPES`): its times, waits, dequeues and outcome."""
+    n = len(jobs)
+    st = pd.array([j.started_ms for j in jobs], dtype="Int64")
+    dn = pd.array([j.done_ms for j in jobs], dtype="Int64")
+    enq = pd.array([j.enqueued_ms for j in jobs], dtype="Int64")
+    return pd.DataFrame(
         {
             **{k: [v] * n for k, v in ident.items()},
             "job_id": np.arange(n, dtype="int64"),
-            "room": job_room,
-            "queue": job_queue,
+            "room": [j.room for j in jobs],
+            "queue": [j.queue for j in jobs],
             "enqueued_ms": enq,
             "started_ms": st,
             "done_ms": dn,
             "wait_ms": st - enq,
             "latency_ms": dn - enq,
-            "dequeues": dequeues,
-            "deferrals": deferrals,
-            "outcome": outcome,
+            "dequeues": [j.dequeues for j in jobs],
+            "deferrals": [j.deferrals for j in jobs],
+            "outcome": [j.outcome.value for j in jobs],
         },
         columns=list(JOB_DTYPES),
     ).astype(JOB_DTYPES)
+
+
+def _dequeue_frame(ident: dict[str, Any], log: Sequence[_Dequeue]) -> pd.DataFrame:
+    """One row per dequeue (:data:`DEQUEUE_DTYPES`), in the order the workers made them."""
     cols = ["t_ms", "worker", "queue", "job_id", "action", "delay_ms", "window_end_ms"]
-    deq = pd.DataFrame(rows, columns=cols)
+    deq = pd.DataFrame(log, columns=cols)
     deq["window_end_ms"] = pd.array(deq["window_end_ms"].tolist(), dtype="Int64")
     for k, v in reversed(ident.items()):
         deq.insert(0, k, [v] * len(deq))
-    events = recorder.frame()
-    return QueueRun(s, jobs, deq.astype(DEQUEUE_DTYPES), events)
+    return deq.astype(DEQUEUE_DTYPES)
 
 
 def run_many(scenarios: Sequence[QueueScenario]) -> QueueRun:
