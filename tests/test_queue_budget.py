@@ -297,7 +297,7 @@ def test_bench_section_prints_figures(capsys):
 
 
 def test_every_limiter_but_local_shares_one_budget_and_the_frames_speak_the_enums():
-    from simulator.studies.queue_budget import SHARED_BUDGETS, Action, Outcome
+    from simulator.studies.queue_floor import SHARED_BUDGETS, Action, Outcome
     from simulator.studies.queue_scenario import LIMITERS
 
     assert set(SHARED_BUDGETS) | {"local"} == set(LIMITERS)
