@@ -14,18 +14,19 @@ import heapq
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import simpy
 
 from simulator.backends import Backend
 from simulator.engine.traffic import poisson_gaps
+from simulator.records import Decision
 from simulator.studies import telemetry
 from simulator.studies.dequeue_budgets import LocalBudget, ServerBudget, SplitBudget, WorkerDied
 from simulator.studies.queue_scenario import SHARED_QUEUE, QueueScenario
 
-__all__ = ["Action", "Outcome", "SHARED_BUDGETS", "Floor", "Job", "Dequeue"]
+__all__ = ["Action", "Budget", "Outcome", "SHARED_BUDGETS", "Floor", "Job", "Dequeue"]
 
 
 class _Broker:
@@ -97,6 +98,15 @@ class Action(StrEnum):
     LOST = "lost"
 
 
+class Budget(Protocol):
+    """What stands at the dequeue point: the wait before a queue's budget has room (0: it has
+    some now), and the admit that spends it."""
+
+    def ttl(self, queue: str, now_ms: int) -> int: ...
+
+    def admit(self, queue: str, now_ms: int) -> Decision: ...
+
+
 #: The budget every worker shares, per limiter; a limiter not here (``local``) gives each worker
 #: a :class:`LocalBudget` of its own.
 SHARED_BUDGETS: dict[str, type[ServerBudget]] = {"server": ServerBudget, "split": SplitBudget}
@@ -156,7 +166,7 @@ class Floor:
         """Take the oldest visible job, drop it if stale, else ask the budget: run it, or defer
         it by the TTL (or the admit's retry-after); a worker that dies in the admit stops."""
         s, env = self.s, self.env
-        budget: Any = (
+        budget: Budget = (
             self.shared if self.shared is not None else LocalBudget(s.max_per_window, s.window_ms)
         )
         while True:
@@ -189,7 +199,7 @@ class Floor:
             self._defer(wid, queue, job, now, delay, action)
 
     def _admit(
-        self, budget: Any, wid: int, queue: str, job: int
+        self, budget: Budget, wid: int, queue: str, job: int
     ) -> Generator[simpy.Event, Any, tuple[int, int] | None]:
         """The budget had room by its TTL: (after ``read_to_admit_ms``) admit and run the job,
         None; or the admit refused, (now, retry_after_ms). A worker that dies here loses the job
