@@ -118,6 +118,8 @@ class SearchResult:
 
 
 def _normalise(bursts: list[Burst], horizon: int, cap: int) -> list[Burst]:
+    """The bursts in time order, each moved into [0, horizon), those at one millisecond merged,
+    each of 1 up to ``cap`` requests."""
     merged: dict[int, int] = {}
     for t, n in bursts:
         t = int(min(max(t, 0), horizon - 1))
