@@ -63,7 +63,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
     from simulator.cli.runs import open_backend, stop_between_calls
     from simulator.engine.own_keys import leftover_keys, run_keys
     from simulator.engine.realtime import needs_real_time
-    from simulator.engine.run import boundary_burst
+    from simulator.engine.run import Crowd, boundary_burst
     from simulator.metrics import burst_summary
 
     _check_size(args)
@@ -136,9 +136,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
                         args.per_burst,
                         None if backend.virtual_time else backend,  # a fresh fake server each
                         params[a],
-                        users=args.users,
-                        shards=args.shards,
-                        scheduler=client,
+                        Crowd(args.users, args.shards, client),
                     )
                 )
     summary = burst_summary(

@@ -99,7 +99,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     from simulator.cli.tally import ReplayTally
     from simulator.engine.realtime import needs_real_time
     from simulator.playback.output import HeaderColumns
-    from simulator.playback.run import replay_requests
+    from simulator.playback.run import Streaming, replay_requests
     from simulator.playback.scan import scan_trace
     from simulator.playback.spool import work_folder
 
@@ -169,10 +169,9 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                             window_ms,
                             backend,
                             on_progress=bar.update,
-                            pipeline=args.pipeline,
                             on_rows=on_rows,
-                            total=scan.requests,
                             params=params,
+                            streaming=Streaming(args.pipeline, scan.requests),
                         )
                     complete = True
                 except (BackendError, ScriptError) as exc:
