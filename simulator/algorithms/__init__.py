@@ -33,7 +33,10 @@ from simulator.algorithms.base import (
 from simulator.algorithms.echomq import EchoMQ, EchoMQRef, echomq_keys
 from simulator.algorithms.fixed_window import FixedWindow, FixedWindowRef
 from simulator.algorithms.gcra import GCRA, GCRARef
+from simulator.algorithms.increx import IncrexFirstHit, IncrexFirstHitRef, IncrexGrid, IncrexGridRef
+from simulator.algorithms.multi_policy import MultiPolicy, MultiPolicyRef
 from simulator.algorithms.sliding_counter import SlidingCounter, SlidingCounterRef
+from simulator.algorithms.sliding_counter_all import SlidingCounterAll, SlidingCounterAllRef
 from simulator.algorithms.sliding_log import SlidingLog, SlidingLogRef
 from simulator.algorithms.token_bucket import TokenBucket, TokenBucketRef
 from simulator.checks import ConfigError
@@ -51,23 +54,36 @@ __all__ = [
     "SlidingCounter",
     "TokenBucket",
     "GCRA",
+    "SlidingCounterAll",
+    "IncrexFirstHit",
+    "IncrexGrid",
+    "MultiPolicy",
     "FixedWindowRef",
     "EchoMQRef",
     "SlidingLogRef",
     "SlidingCounterRef",
     "TokenBucketRef",
     "GCRARef",
+    "SlidingCounterAllRef",
+    "IncrexFirstHitRef",
+    "IncrexGridRef",
+    "MultiPolicyRef",
     "BulkKernel",
     "BatchTemplate",
     "BulkDecider",
     "ServerTime",
     "echomq_keys",
     "script_names",
+    "command_names",
 ]
 
 #: Every algorithm, in the order charts and tables show them.
 ALGORITHMS: dict[str, type[Limiter]] = {
-    cls.name: cls for cls in (FixedWindow, EchoMQ, SlidingLog, SlidingCounter, TokenBucket, GCRA)
+    cls.name: cls
+    for cls in (
+        *(FixedWindow, EchoMQ, SlidingLog, SlidingCounter, TokenBucket, GCRA),
+        *(SlidingCounterAll, IncrexFirstHit, IncrexGrid, MultiPolicy),
+    )
 }
 
 
@@ -105,6 +121,11 @@ BULK: Mapping[str, BulkKernel] = _View("bulk", BulkDecider)
 def script_names() -> tuple[str, ...]:
     """Every script the registered algorithms run, each once."""
     return tuple(dict.fromkeys(s for cls in ALGORITHMS.values() for s in cls.scripts))
+
+
+def command_names(algorithm: str) -> tuple[str, ...]:
+    """The server commands an algorithm's calls are, where they are not scripts (INCREX)."""
+    return ALGORITHMS[algorithm].commands
 
 
 def _import_named_modules() -> None:

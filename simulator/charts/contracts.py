@@ -20,9 +20,6 @@ _PANELS = (
 )
 
 
-_LEGEND_COLUMNS = 4
-
-
 def contracts_figure(table: pd.DataFrame) -> Figure:
     """Per traffic family: how much each algorithm admits beside the log, and its worst window.
 
@@ -31,10 +28,7 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
     families = list(dict.fromkeys(table["family"]))
     variants = list(dict.fromkeys(table["variant"]))
     kinds = dict(zip(table["variant"], table["algorithm"], strict=False))
-    # the legend goes under the panels, four entries a row: a row past two adds to the height
-    extra_rows_in = 0.18 * max(0, -(-len(variants) // _LEGEND_COLUMNS) - 2)
-    height_in = 0.9 * len(families) + 2.4 + extra_rows_in
-    fig, axes = subplots(1, 2, figsize=(10.5, height_in), sharey=True)
+    fig, axes = subplots(1, 2, figsize=(10.5, 0.9 * len(families) + 2.4), sharey=True)
     height = 0.8 / len(variants)
     y0 = np.arange(len(families))[::-1].astype(float)
     for ax, (column, title) in zip(axes, _PANELS, strict=True):
@@ -78,13 +72,12 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
     axes[1].set_xlabel("x the limit (dotted: the limit)")
     axes[0].set_yticks(y0, [f.replace("_", " ") for f in families])
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=_LEGEND_COLUMNS, fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle(
         "Different contracts, not approximations: fixed windows and buckets admit more than the "
         "exact log,\nand buckets with burst = limit let one client have up to 2x the limit in a window",
         fontsize=11,
     )
-    fig.tight_layout(
-        rect=(0, (0.09 * (height_in - extra_rows_in) + extra_rows_in) / height_in, 1, 1)
-    )
+    rows = -(-len(labels) // 4)  # the legend's rows under the axes, about 0.2 in each
+    fig.tight_layout(rect=(0, min(0.4, (0.2 * rows + 0.02) / fig.get_figheight()), 1, 1))
     return fig
