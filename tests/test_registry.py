@@ -70,7 +70,7 @@ class ForeverRef(Reference):
 class Forever(Limiter):
     name = "forever"
     label = "Never resets (test)"
-    colour = "#d6616b"
+    colour = "#9c9ede"
     scripts = ("forever",)
     reference = ForeverRef
     params_declared = ALLOWANCE
@@ -99,7 +99,7 @@ def test_it_is_in_the_cli_choices_and_help(forever, capsys):
 
 
 def test_it_is_on_the_palette_and_in_the_scripts(forever):
-    assert PALETTE["forever"] == "#d6616b" and LABELS["forever"] == "Never resets (test)"
+    assert PALETTE["forever"] == "#9c9ede" and LABELS["forever"] == "Never resets (test)"
     assert order()[-1] == "forever"
     assert "forever" in script_names() and REFERENCES["forever"] is ForeverRef
     backend = FakeRedisBackend(lambda: 0)

@@ -44,7 +44,7 @@ class Toy(Limiter):
 
     name = "toy"
     label = "Admitted-only window (toy)"
-    colour = "#e7298a"  # the colour rule: a colour, far from every other and every role's
+    colour = "#d6616b"  # the colour rule: a colour, far from every other and every role's
     scripts = ("toy",)
     reference = ToyRef
 
