@@ -1,4 +1,9 @@
-"""Shared fixtures: a fake server whose clock the test sets by hand, in milliseconds."""
+"""Shared fixtures: a fake server whose clock the test sets by hand, in milliseconds.
+
+Tests that hold every registered algorithm at once (a line each in ``burst``, the palette, a
+chart of them all) are marked ``every_algorithm``; with those whose id names an algorithm they
+are what ``tests/test_toy.py`` runs over the toy algorithm of ``tests/toy/``.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,12 @@ import signal
 import pytest
 
 from simulator.backends import FakeRedisBackend
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "every_algorithm: holds every registered algorithm at once (see test_toy.py)"
+    )
 
 
 class ManualClock:

@@ -1,7 +1,8 @@
 """Many requests at a time: calls packed from templates, replies read as columns, rows written
 from columns - each the same as the one-at-a-time path it stands in for.
 
-Every built-in limiter describes a batch of calls field by field; the bytes must be exactly
+Every limiter that packs a batch of its own (a ``BatchTemplate``, or its own ``batch``: every
+built-in one) describes the calls field by field; the bytes must be exactly
 what hiredis packs from its calls one by one, and the calls made on demand must be those calls.
 Replies of the usual shape are read a column at a time; the decisions must be ``parse``'s. A
 limiter that brings none of this (an algorithm registered by a user) still replays, through the
@@ -48,6 +49,9 @@ def _hiredis(calls) -> bytes:
 @pytest.mark.parametrize("name", list(ALGORITHMS))
 @pytest.mark.parametrize("costs", [False, True])
 def test_a_packed_batch_is_the_calls_one_by_one(name, costs):
+    cls = ALGORITHMS[name]
+    if not (templated(cls, "fields") or templated(cls, "batch")):
+        pytest.skip(f"{name} packs no batch of its own (no BatchTemplate, no batch): call by call")
     backend = FakeRedisBackend()
     for seed in range(4):
         clients, t_ms, weights = _requests(seed, costs=costs)
@@ -192,10 +196,8 @@ def test_a_subclass_of_the_log_with_keys_of_its_own_is_sent_its_own_keys():
 
 
 def test_a_subclass_may_turn_the_template_off():
-    from simulator.algorithms import Limiter
-
     class Plain(FixedWindow):
-        fields = Limiter.fields
+        fields = None
 
     limiter = Plain(FakeRedisBackend(), 3, 1000)
     assert limiter.batch(["a", "b"], [1, 2]) == limiter.calls(["a", "b"], [1, 2])

@@ -29,6 +29,8 @@ from simulator.charts import burst as burst_charts
 from simulator.charts import memory as memory_charts
 from simulator.charts import queue as queue_charts
 from simulator.charts import servers as server_charts
+from simulator.charts.palette import MIN_CHROMA, MIN_DELTA_E, chroma, delta_e
+from simulator.checks import ConfigError
 from simulator.engine.run import boundary_burst
 from simulator.paths import DATA_DIR
 from simulator.studies import queue_studies as qs
@@ -216,6 +218,7 @@ def check_labelled_series(ax: Axes) -> int:
 
 
 # --- the palette --------------------------------------------------------------------------------
+@pytest.mark.every_algorithm
 def test_every_algorithm_and_role_has_its_own_colour_and_every_algorithm_a_name():
     assert order() == tuple(ALGORITHMS)
     assert set(PALETTE) == set(ALGORITHMS) | set(ROLE_COLOURS)
@@ -227,6 +230,55 @@ def test_every_algorithm_and_role_has_its_own_colour_and_every_algorithm_a_name(
     assert all(LABELS[name] == cls.label and cls.label for name, cls in ALGORITHMS.items())
 
 
+@pytest.mark.parametrize("name", order())
+def test_every_algorithm_keeps_the_colour_rule(name):
+    colour = PALETTE[name]  # the lookup holds the registry to the rule
+    assert chroma(colour) >= MIN_CHROMA
+    others = {n: c for n, c in PALETTE.items() if n != name}
+    assert min(delta_e(colour, c) for c in others.values()) >= MIN_DELTA_E
+
+
+@pytest.mark.parametrize(
+    "colour, message",
+    [
+        ("#000000", r"toy\.colour: '#000000' is a grey .*charts' ink"),
+        ("#9a9a9a", r"toy\.colour: '#9a9a9a' is a grey"),
+        ("#d52a2a", r"toy\.colour: '#d52a2a' is too close to fixed_window's '#d62728' \(Delta E"),
+        ("#9065bb", r"too close to local's '#9467bd'"),  # a role's colour counts too
+        ("not-a-colour", r"toy\.colour: 'not-a-colour' is not a colour"),
+    ],
+)
+def test_a_colour_too_close_to_another_or_grey_is_refused_naming_both(monkeypatch, colour, message):
+    class Toy(ALGORITHMS["fixed_window"]):  # type: ignore[misc, valid-type]
+        name, label = "toy", "Toy"
+
+    monkeypatch.setattr(Toy, "colour", colour)
+    monkeypatch.setitem(ALGORITHMS, "toy", Toy)
+    with pytest.raises(ConfigError, match=message) as refused:
+        PALETTE["fixed_window"]
+    if "not a colour" in message:
+        return
+    suggested = str(refused.value).split("; ")[-1].split()[0]
+    assert suggested.startswith("#")  # a colour that would do, itself keeping the rule
+    monkeypatch.setattr(Toy, "colour", suggested)
+    assert PALETTE["toy"] == suggested
+
+
+def test_users_scripts_get_colours_that_keep_the_rule():
+    from simulator.userscripts import register_script
+
+    names = [f"mine_{i}" for i in range(12)]  # more than the candidates left beside the registry
+    try:
+        for name in names:
+            register_script(DATA_DIR / "card" / "sliding-log.lua", name)
+        colours = [PALETTE[name] for name in names]  # the lookup holds them to the rule
+        assert len(set(colours)) == len(names)
+        assert min(chroma(c) for c in colours) >= MIN_CHROMA
+    finally:
+        for name in names:
+            ALGORITHMS.pop(name, None)
+
+
 # --- boundary burst -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def burst_frame() -> pd.DataFrame:
@@ -234,6 +286,7 @@ def burst_frame() -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+@pytest.mark.every_algorithm
 def test_boundary_burst_figure(burst_frame):
     fig = burst_charts.boundary_burst_figure(burst_frame, LIMIT, WINDOW_MS, 0.9, 1.1)
     algorithms = order()
@@ -255,6 +308,7 @@ def test_boundary_burst_figure(burst_frame):
         assert {str(int(v)) for v in per_second} <= written
 
 
+@pytest.mark.every_algorithm
 def test_boundary_burst_figure_shows_only_the_algorithms_in_the_frame(burst_frame):
     two = list(order()[1:3])
     part = burst_frame[burst_frame["algorithm"].isin(two)]
@@ -312,6 +366,7 @@ def test_load_sweep_figure():
         assert ticks == ["0.5", "2"]  # the swept loads, not powers of ten
 
 
+@pytest.mark.every_algorithm
 def test_schedule_figure(burst_frame):
     frames = {a: part for a, part in burst_frame.groupby("algorithm", sort=False)}
     fig = accuracy_charts.schedule_figure(frames, LIMIT, WINDOW_MS)
@@ -455,6 +510,7 @@ def test_save_writes_a_png_and_an_svg_and_the_svg_is_the_same_each_time(burst_fr
     assert again[0].stat().st_size > 1000
 
 
+@pytest.mark.every_algorithm
 def test_contracts_figure_gives_each_algorithm_its_colour_and_hatches_the_variants():
     from simulator.charts.contracts import contracts_figure
     from simulator.studies.contracts import contracts_study

@@ -28,6 +28,8 @@ from simulator.engine.run import boundary_burst
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
+pytestmark = pytest.mark.every_algorithm  # the registry as a whole, whatever else it holds
+
 FOREVER_LUA = """--[[
 forever: a counter that never resets (a throwaway algorithm for the registry test).
 KEYS[1] the client's counter; ARGV[1] now_ms (unused), ARGV[2] window_ms (unused),
@@ -68,7 +70,7 @@ class ForeverRef(Reference):
 class Forever(Limiter):
     name = "forever"
     label = "Never resets (test)"
-    colour = "#000000"
+    colour = "#9c9ede"
     scripts = ("forever",)
     reference = ForeverRef
     params_declared = ALLOWANCE
@@ -97,7 +99,7 @@ def test_it_is_in_the_cli_choices_and_help(forever, capsys):
 
 
 def test_it_is_on_the_palette_and_in_the_scripts(forever):
-    assert PALETTE["forever"] == "#000000" and LABELS["forever"] == "Never resets (test)"
+    assert PALETTE["forever"] == "#9c9ede" and LABELS["forever"] == "Never resets (test)"
     assert order()[-1] == "forever"
     assert "forever" in script_names() and REFERENCES["forever"] is ForeverRef
     backend = FakeRedisBackend(lambda: 0)
@@ -116,10 +118,10 @@ def test_it_runs_in_the_burst_study(forever, capsys):
     assert frame["allowed"].tolist() == [True] * 3 + [False] * 3
 
 
-def test_it_passes_the_property_test(forever, monkeypatch):
-    monkeypatch.setattr(test_property, "algorithm_names", lambda: ["forever"])
-    test_property.test_lua_equals_reference()
-    test_property.test_lua_equals_reference_at_window_seams()
+def test_it_passes_the_property_test(forever):
+    test_property.test_lua_equals_reference(name="forever")
+    for window_ms in (1000, 60_000):
+        test_property.test_lua_equals_reference_at_window_seams("forever", window_ms)
 
 
 def test_its_own_parameter_is_declared_validated_and_reaches_the_script(forever, capsys):

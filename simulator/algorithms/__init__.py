@@ -7,15 +7,29 @@ and the CLI's choices, the scripts a backend loads, the charts' palette and labe
 lists and the parametrised tests. :data:`REFERENCES` and :data:`BULK` are live views of it.
 
 Adding an algorithm: a ``.lua`` file under ``algorithms/lua/``, a module here with its Limiter
-subclass, and one line below (see CONTRIBUTING.md).
+subclass, and one line below (see CONTRIBUTING.md). An algorithm kept outside the package (a
+test's, one being tried out) registers itself the same way from a module named in the environment
+variable ``SIMULATOR_ALGORITHMS`` (comma-separated module names), imported right after the
+registry is made, in every process of a run.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from simulator.algorithms.base import BulkKernel, Limiter, Param, Reference
+from simulator.algorithms.base import (
+    BatchTemplate,
+    BulkDecider,
+    BulkKernel,
+    Limiter,
+    Param,
+    Reference,
+    ServerTime,
+)
 from simulator.algorithms.echomq import EchoMQ, EchoMQRef, echomq_keys
 from simulator.algorithms.fixed_window import FixedWindow, FixedWindowRef
 from simulator.algorithms.gcra import GCRA, GCRARef
@@ -25,6 +39,7 @@ from simulator.algorithms.sliding_counter import SlidingCounter, SlidingCounterR
 from simulator.algorithms.sliding_counter_all import SlidingCounterAll, SlidingCounterAllRef
 from simulator.algorithms.sliding_log import SlidingLog, SlidingLogRef
 from simulator.algorithms.token_bucket import TokenBucket, TokenBucketRef
+from simulator.checks import ConfigError
 
 __all__ = [
     "ALGORITHMS",
@@ -54,6 +69,9 @@ __all__ = [
     "IncrexGridRef",
     "MultiPolicyRef",
     "BulkKernel",
+    "BatchTemplate",
+    "BulkDecider",
+    "ServerTime",
     "echomq_keys",
     "script_names",
     "command_names",
@@ -70,19 +88,25 @@ ALGORITHMS: dict[str, type[Limiter]] = {
 
 
 class _View(Mapping[str, Any]):
-    """One attribute of every registered algorithm, by name (follows the registry as it is)."""
+    """One attribute of every registered algorithm that has it, by name (follows the registry
+    as it is); ``ability``: only the algorithms that offer it (a Protocol from ``base``)."""
 
-    def __init__(self, attribute: str) -> None:
-        self._attribute = attribute
+    def __init__(self, attribute: str, ability: type | None = None) -> None:
+        self._attribute, self._ability = attribute, ability
+
+    def _offers(self, cls: type[Limiter]) -> bool:
+        if self._ability is not None:
+            return issubclass(cls, self._ability)
+        return getattr(cls, self._attribute, None) is not None
 
     def __getitem__(self, name: str) -> Any:
-        value = getattr(ALGORITHMS[name], self._attribute)
-        if value is None:
+        cls = ALGORITHMS[name]
+        if not self._offers(cls):
             raise KeyError(name)
-        return value
+        return getattr(cls, self._attribute)
 
     def __iter__(self) -> Iterator[str]:
-        return (n for n, cls in ALGORITHMS.items() if getattr(cls, self._attribute) is not None)
+        return (n for n, cls in ALGORITHMS.items() if self._offers(cls))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -90,8 +114,8 @@ class _View(Mapping[str, Any]):
 
 #: name -> the pure-Python reference class.
 REFERENCES: Mapping[str, type[Reference]] = _View("reference")
-#: name -> the vectorised kernel (algorithms that have one).
-BULK: Mapping[str, BulkKernel] = _View("bulk")
+#: name -> the vectorised kernel (algorithms that are a :class:`BulkDecider`).
+BULK: Mapping[str, BulkKernel] = _View("bulk", BulkDecider)
 
 
 def script_names() -> tuple[str, ...]:
@@ -102,3 +126,34 @@ def script_names() -> tuple[str, ...]:
 def command_names(algorithm: str) -> tuple[str, ...]:
     """The server commands an algorithm's calls are, where they are not scripts (INCREX)."""
     return ALGORITHMS[algorithm].commands
+
+
+def _import_named_modules() -> None:
+    """Import the modules named in ``SIMULATOR_ALGORITHMS``; each adds its algorithm itself
+    (``scripts.add(name, source)`` and ``ALGORITHMS[cls.name] = cls``). One that cannot be
+    found is a :class:`~simulator.checks.ConfigError` naming the variable and the module; on
+    the command line, one line and exit status 2."""
+    named = os.environ.get("SIMULATOR_ALGORITHMS", "")
+    for module in filter(None, map(str.strip, named.split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            message = (
+                f"SIMULATOR_ALGORITHMS: cannot import {module!r} ({error}); name modules on"
+                " PYTHONPATH, separated by commas"
+            )
+            if _the_command_line_starting():
+                print(f"python -m simulator: error: {message}", file=sys.stderr)
+                raise SystemExit(2) from None
+            raise ConfigError(message) from error
+
+
+def _the_command_line_starting() -> bool:
+    """True while ``python -m simulator`` (argv[0] is ``-m`` while the module is being found)
+    or the ``ratelimit-workbench`` script imports the package, before the CLI's own handling
+    of bad input can run."""
+    started_as = sys.argv[0] if sys.argv else ""
+    return started_as == "-m" or os.path.basename(started_as) == "ratelimit-workbench"
+
+
+_import_named_modules()

@@ -17,7 +17,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -31,6 +31,9 @@ if TYPE_CHECKING:  # the backends sit beside the algorithms: a run hands one to 
     from simulator.backends.base import Backend
 
 __all__ = [
+    "BatchTemplate",
+    "BulkDecider",
+    "ServerTime",
     "BurstLimiter",
     "Limiter",
     "Reference",
@@ -54,6 +57,57 @@ BulkKernel = Callable[
 
 #: Retry-After of a request that costs more than the limiter could ever admit: never.
 NEVER = -1
+
+
+# --- optional abilities: a limiter offers one by having it, and is asked with isinstance -------
+# (``isinstance(limiter, BulkDecider)``; of a registered class, ``issubclass(cls, BulkDecider)``).
+# A parametrised test over the registry skips an algorithm that does not offer what it tests and
+# names the ability in its reason.
+
+
+@runtime_checkable
+class BatchTemplate(Protocol):
+    """Optional, for speed on a real server: the calls of several requests field by field, so
+    that a pipeline is packed from one template instead of call by call.
+
+    ``fields(clients, t_ms, costs) -> (number of keys, fields)``: each field the keys and then
+    the arguments of :meth:`Limiter.call` in order, as a ``str`` (the same in every call) or a
+    list of ``str`` (one per call). It must describe exactly the calls :meth:`Limiter.call`
+    makes (``tests/test_batches.py`` holds every registered limiter to it), without changing any
+    state: a limiter whose arguments do (a sequence number) overrides ``batch`` instead. A
+    subclass that changes ``keys``, ``args`` or ``call`` and not this gets the calls one by one
+    (see :func:`templated`); one that sets ``fields = None`` turns the template off.
+    """
+
+    def fields(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
+    ) -> tuple[int, list[str | list[str]]]: ...
+
+
+@runtime_checkable
+class BulkDecider(Protocol):
+    """Optional, for the studies of millions of requests: a vectorised kernel over a whole trace
+    (a :data:`BulkKernel`, as a staticmethod ``bulk``) that decides as the reference does.
+    Without one, the accuracy, contracts and adversary studies decide on the Lua path (slower)."""
+
+    @staticmethod
+    def bulk(
+        client_codes: np.ndarray,
+        t_ms: np.ndarray,
+        limit: int,
+        window_ms: int,
+        cost: np.ndarray | None,
+        params: Mapping[str, float],
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class ServerTime:
+    """A limiter whose decisions follow the server's own clock (a key's TTL *is* the window):
+    inherit it first, ``class EchoMQ(ServerTime, Limiter)``. On a real server such a run goes in
+    real time (a virtual clock cannot move the server's); on the fake server the virtual clock
+    drives expiry exactly (:mod:`simulator.engine.realtime`)."""
+
+    uses_server_time: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -186,12 +240,11 @@ class Limiter:
     #: :meth:`call` hands a :func:`~simulator.calls.native` in place of a script, and a run on
     #: a server without them says so (:meth:`~simulator.backends.base.Backend.lacks`).
     commands: ClassVar[tuple[str, ...]] = ()
-    #: True when decisions depend on the server's own clock (the key's TTL is the window).
+    #: True when decisions depend on the server's own clock (the key's TTL is the window): set
+    #: by inheriting :class:`ServerTime`.
     uses_server_time: ClassVar[bool] = False
     #: The pure-Python twin, request by request.
     reference: ClassVar[type[Reference]]
-    #: The vectorised kernel over a whole trace (a :data:`BulkKernel` as a staticmethod), or None.
-    bulk: ClassVar[Any] = None
     #: How the memory study builds and sums up its keys (None: not in the memory study).
     memory: ClassVar[MemoryModel | None] = None
     #: Its own parameters beside limit and window, each with a default from them.
@@ -243,21 +296,6 @@ class Limiter:
 
     # --- many requests at a time (a replay's pipelines); each part optional --------------------
 
-    def fields(
-        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
-    ) -> tuple[int, list[str | list[str]]] | None:
-        """The calls of several requests field by field, for packing them from a template:
-        ``(number of keys, fields)``, each field the keys and then the arguments of
-        :meth:`call` in order, as a ``str`` (the same in every call) or a list of ``str`` (one
-        per call). None (the default): the calls are packed one by one from :meth:`call`.
-
-        It must describe exactly the calls :meth:`call` makes (a test holds the built-in ones
-        to it), without changing any state: a limiter whose arguments do (a sequence number)
-        overrides :meth:`batch` instead. A subclass that changes :meth:`keys`, :meth:`args` or
-        :meth:`call` and not this gets the calls one by one (see :func:`templated`).
-        """
-        return None
-
     def calls(
         self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None = None
     ) -> list[Call]:
@@ -270,16 +308,15 @@ class Limiter:
         self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None = None
     ) -> Sequence[Call]:
         """The script calls of several requests in order, as one pipeline sends them: packed
-        from a template where :meth:`fields` says how (the calls themselves made only if a
-        backend asks for them), else :meth:`calls`."""
-        if not templated(type(self), "fields"):
+        from a template where the limiter is a :class:`BatchTemplate` (the calls themselves made
+        only if a backend asks for them), else :meth:`calls`."""
+        if not templated(type(self), "fields"):  # also when it is no BatchTemplate
             return self.calls(clients, t_ms, costs)
 
+        template = cast(BatchTemplate, self)
+
         def to_fields() -> Fields:
-            described = self.fields(clients, t_ms, costs)
-            if described is None:  # pragma: no cover - fields() said so before
-                raise ValueError(f"{type(self).__name__}.fields: gave None for a batch")
-            return described
+            return template.fields(clients, t_ms, costs)
 
         return Batch(self.script, len(t_ms), to_fields, lambda: self.calls(clients, t_ms, costs))
 
@@ -302,10 +339,14 @@ def _owner(cls: type, name: str) -> type:
 
 
 def templated(cls: type[Limiter], name: str) -> bool:
-    """Whether ``cls`` packs its calls by its own template ``name`` (``fields``, or a ``batch``
-    of its own): one written by the class that made its keys, arguments and call, or below it,
-    so a user's subclass that changes any of those is never sent another class's template."""
-    if getattr(cls, name) is getattr(Limiter, name):
+    """Whether ``cls`` packs its calls by its own template ``name`` (``fields``: it is a
+    :class:`BatchTemplate`; or a ``batch`` of its own): one written by the class that made its
+    keys, arguments and call, or below it, so a user's subclass that changes any of those is
+    never sent another class's template."""
+    if name == "fields":
+        if not issubclass(cls, BatchTemplate):
+            return False
+    elif getattr(cls, name) is getattr(Limiter, name):
         return False
     owner = _owner(cls, name)
     return all(issubclass(owner, _owner(cls, part)) for part in ("keys", "args", "call"))

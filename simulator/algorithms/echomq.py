@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference, cost_field
+from simulator.algorithms.base import (
+    NEVER,
+    Limiter,
+    MemoryModel,
+    Reference,
+    ServerTime,
+    cost_field,
+)
 from simulator.algorithms.scripts import load
 from simulator.keys import hash_tag
 from simulator.records import Decision
@@ -77,14 +84,13 @@ def bulk(
     return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
 
 
-class EchoMQ(Limiter):
+class EchoMQ(ServerTime, Limiter):
     """First-hit anchored window as EchoMQ budgets a queue; the window is the counter's TTL."""
 
     name = "echomq"
     label = "Fixed window (first hit, EchoMQ)"
     colour = "#ff7f0e"
     scripts = ("echomq_admit", "echomq_ttl")
-    uses_server_time = True
     # Per client: in a simulation each client id is a queue of its own (``emq:{client}:...``).
     # A budget shared by a queue's K workers is the queue studies' model, not a simulation's.
     per_client = True

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, Reference, cost_field
+from simulator.algorithms.base import NEVER, Limiter, Reference, ServerTime, cost_field
 from simulator.algorithms.echomq import bulk as first_hit_bulk
 from simulator.calls import Call, Script, native
 from simulator.keys import hash_tag
@@ -101,14 +101,13 @@ def grid_bulk(
     return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
 
 
-class IncrexFirstHit(Limiter):
+class IncrexFirstHit(ServerTime, Limiter):
     """``INCREX key BYINT cost UBOUND limit PX window ENX``: the first-hit window in one command."""
 
     name = "increx"
     label = "INCREX (first hit, Redis 8.8)"
     colour = "#8c6d31"
     commands = ("INCREX", "GET")
-    uses_server_time = True  # the window is the counter's TTL
     reference = IncrexFirstHitRef
     bulk = staticmethod(first_hit_bulk)
 
@@ -158,7 +157,7 @@ class IncrexGrid(IncrexFirstHit):
 
     name = "increx_grid"
     label = "INCREX (clock grid, Redis 8.8)"
-    colour = "#843c39"
+    colour = "#1b9e77"  # the colour rule: "#843c39" was a Delta E of 12 from the split role
     reference = IncrexGridRef
     bulk = staticmethod(grid_bulk)
 

@@ -101,7 +101,7 @@ class MultiPolicy(Limiter):
 
     name = "multi_policy"
     label = "Two limits, all or nothing"
-    colour = "#7b4173"
+    colour = "#e7298a"  # the colour rule: "#7b4173" was a Delta E under 25 from sliding_counter_all
     scripts = ("multi_policy",)
     reference = MultiPolicyRef
     bulk = staticmethod(bulk)

@@ -67,7 +67,7 @@ def generic(cls: type[Limiter]) -> type[Limiter]:
     """``cls`` with only the generic parts: calls one by one, replies one by one."""
 
     class Generic(cls):  # type: ignore[valid-type, misc]
-        fields = Limiter.fields
+        fields = None  # no BatchTemplate
         batch = Limiter.batch
 
         def parse_many(self, replies: Sequence[Any]) -> DecisionColumns:

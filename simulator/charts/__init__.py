@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from simulator.algorithms import ALGORITHMS
+from simulator.charts.palette import check_colours
 
 __all__ = [
     "PALETTE",
@@ -36,9 +37,11 @@ ROLE_COLOURS = {
 
 
 class _Palette(Mapping[str, str]):
-    """An algorithm's colour from the registry, or a role's from :data:`ROLE_COLOURS`."""
+    """An algorithm's colour from the registry, or a role's from :data:`ROLE_COLOURS`; the
+    registry's colours are held to the colour rule (:mod:`simulator.charts.palette`) first."""
 
     def __getitem__(self, name: str) -> str:
+        check_colours({n: cls.colour for n, cls in ALGORITHMS.items()}, ROLE_COLOURS)
         cls = ALGORITHMS.get(name)
         return cls.colour if cls is not None else ROLE_COLOURS[name]
 

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from simulator.algorithms import ALGORITHMS
-from simulator.algorithms.base import Limiter, MemoryModel, Param
+from simulator.algorithms.base import Limiter, MemoryModel, Param, ServerTime
 from simulator.algorithms.scripts import add
 from simulator.backends import FakeRedisBackend, ScriptError
+from simulator.charts import ROLE_COLOURS
+from simulator.charts.palette import CANDIDATES, free_colour
 from simulator.checks import ConfigError
 from simulator.keys import hash_tag
 from simulator.records import Decision
@@ -50,8 +52,9 @@ __all__ = [
     "SCRIPT_COLOURS",
 ]
 
-#: Colours for users' scripts, none of them an algorithm's or a role's.
-SCRIPT_COLOURS = ("#393b79", "#637939", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354")
+#: Colours offered to users' scripts first; each keeps the palette's colour rule beside the
+#: registered algorithms and the roles (:func:`simulator.charts.palette.free_colour` picks).
+SCRIPT_COLOURS = CANDIDATES
 
 
 class UserScriptError(ScriptError, ConfigError):
@@ -265,8 +268,8 @@ def register_script(
         raise DeclarationError(f"{path}: {name!r} is a built-in algorithm; give another name")
     decl = read_declaration(path, source, None if declaration is None else Path(declaration))
     _compile_check(path, source)
-    used = {c.colour for n, c in ALGORITHMS.items() if n != name}
-    colour = next((c for c in SCRIPT_COLOURS if c not in used), SCRIPT_COLOURS[0])
+    used = [c.colour for n, c in ALGORITHMS.items() if n != name]
+    colour = free_colour([*used, *ROLE_COLOURS.values()], f"{path}: {name!r}")
     return install_script(name, path, source, decl, colour)
 
 
@@ -304,13 +307,12 @@ def install_script(
     add(script_name, guarded(source))  # every call passes the guard, on every backend
     cls = type(
         f"UserScript_{name}",
-        (UserScript,),
+        (ServerTime, UserScript) if decl.server_time else (UserScript,),
         {
             "name": name,
             "label": decl.label or f"{name} (your script)",
             "colour": colour,
             "scripts": (script_name,),
-            "uses_server_time": decl.server_time,
             "declaration": decl,
             "path": path,
             "source": source,
