@@ -162,3 +162,13 @@ def test_each_algorithm_decides_the_same_both_ways(name):
         replies.append(out)
         backend.close()
     assert replies[0] == replies[1]
+
+
+def test_the_contracts_study_decides_a_users_script_on_every_default_family_whole():
+    """The direct path makes the whole traffic affordable: no default family is sampled."""
+    from simulator.studies import contracts
+    from simulator.studies.families import families, offered
+
+    sizes = [len(offered(f)) for f in families("default")]
+    assert max(sizes) <= contracts.LUA_SAMPLE
+    assert max(len(offered(f)) for f in families("full")) > contracts.LUA_SAMPLE  # marked there
