@@ -86,10 +86,8 @@ def bench_simulate(
             timed = best_of(runs, REPEAT, before=valkey.client.flushdb)
             made = len(first)
             rate = {way: made / s for way, (s, _) in timed.items()}
-            same = all(
-                frame.reset_index(drop=True)[DECISION].equals(first[DECISION])  # type: ignore[union-attr]
-                for _, frame in timed.values()
-            )
+            frames: list[pd.DataFrame] = [frame for _, frame in timed.values()]
+            same = all(f.reset_index(drop=True)[DECISION].equals(first[DECISION]) for f in frames)
             of_replay = rate["valkey piped"] / rate["replay"]
             rows.append(
                 {

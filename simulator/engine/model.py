@@ -240,10 +240,12 @@ def _simulate_pipelined(
     """The run of clients all played ahead, decided in pipelines (:mod:`simulator.engine.pipelined`)."""
     policy = scenario.policy
     ahead = _played_ahead(scenario, indices)
-    if ahead is None:
-        at_ms, who, names, cost = np.zeros(0), np.zeros(0, np.int64), [], np.zeros(0, np.int64)
-    else:
-        at_ms, who, names, cost = ahead
+    nothing: list[str] = []
+    at_ms, who, names, cost = (
+        (np.zeros(0), np.zeros(0, np.int64), nothing, np.zeros(0, np.int64))
+        if ahead is None
+        else ahead
+    )
     now = [0.0]
     backend.follow(lambda: now[0])
     limiter = policy.limiter(backend)
