@@ -110,3 +110,33 @@ def test_pipelined_rows_on_valkey_equal_one_at_a_time_and_the_fake_server(valkey
     assert piped.attrs["calls"] == PIPELINED and one.attrs["calls"] == ONE_BY_ONE
     pd.testing.assert_frame_equal(piped, one)
     pd.testing.assert_frame_equal(piped, simulate(scenario))
+
+
+@pytest.fixture
+def users_script(tmp_path):
+    """A user's fixed window (the tests' FW10), registered for the test and taken away after."""
+    from simulator.userscripts import register_script
+    from tests.test_userscripts import FW10
+
+    path = tmp_path / "fw10.lua"
+    path.write_text(FW10)
+    register_script(path, "fw10_piped")
+    yield "fw10_piped"
+    ALGORITHMS.pop("fw10_piped", None)
+
+
+def test_a_users_script_pipelined_on_the_fake_server_gives_the_same_rows(users_script):
+    scenario = _scenario(users_script)
+    piped = simulate(scenario, FakeRedisBackend(), pipelined=True)
+    assert piped.attrs["calls"] == PIPELINED
+    pd.testing.assert_frame_equal(piped, simulate(scenario, FakeRedisBackend(), pipelined=False))
+
+
+def test_a_users_script_on_a_real_server_goes_one_call_at_a_time(valkey, users_script):
+    """A loop in a user's script would hold every call in flight: one at a time, it is stopped
+    at its first call."""
+    scenario = _scenario(users_script, STRETCH)
+    valkey.client.flushdb()
+    frame = simulate(scenario, valkey)
+    assert frame.attrs["calls"] == ONE_BY_ONE
+    pd.testing.assert_frame_equal(frame, simulate(scenario))

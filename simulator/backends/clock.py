@@ -21,7 +21,9 @@ The fake server runs every script call at Python speed, so its scripting gets th
   the heap bounded instead;
 * before every ``redis.call`` and after every script it lists all Lua globals into a Python set to
   see that the script made none; here one Lua loop answers that, and only when one was made does
-  fakeredis's own check run, for its message and its clean-up.
+  fakeredis's own check run, for its message and its clean-up;
+* every ``redis.call`` decodes the command's name and looks it up again; here the command each
+  name stands for is kept on the connection once found.
 
 Nothing a script does can hang a run. Every runtime carries a Lua count hook (one call into Python
 every :data:`_HOOK_EVERY` instructions, which costs next to nothing): it stops a script that has run
@@ -320,6 +322,45 @@ def _check_for_lua_globals(lua_runtime: Any, expected_globals: set[Any]) -> None
 
 
 _PLAIN_CONVERT = _scripting.ScriptingCommandsMixin._convert_lua_result
+_PLAIN_REDIS_CALL = _scripting.ScriptingCommandsMixin._lua_redis_call
+_convert_redis_arg = _scripting._convert_redis_arg
+
+
+def _lua_redis_call(
+    self: Any, lua_runtime: Any, expected_globals: set[Any], op: Any, *args: Any
+) -> Any:
+    """``redis.call``: the command function each command name stands for is looked up once per
+    connection, not again on every call. A name that is not a plain command (unknown, a
+    container with a subcommand, not a string) goes fakeredis's own way, for its message."""
+    commands = self.__dict__.get("_sim_commands")
+    entry = None if commands is None or not _repaired[0] else commands.get(op)
+    if entry is None:
+        entry = _command_for(self, op) if _repaired[0] else None
+        if entry is None:
+            return _PLAIN_REDIS_CALL(self, lua_runtime, expected_globals, op, *args)
+    _check_for_lua_globals(lua_runtime, expected_globals)
+    func, sig = entry
+    new_args = [a if type(a) is bytes else _convert_redis_arg(a) for a in args]
+    result = self._run_command(func, sig, new_args, True)
+    return self._convert_redis_result(lua_runtime, result)
+
+
+def _command_for(socket: Any, op: Any) -> tuple[Any, Any] | None:
+    """The command function and signature of ``redis.call``'s name ``op``, kept on the
+    connection; None where fakeredis's own path must speak (it raises, or needs a subcommand)."""
+    if type(op) is not bytes:
+        return None
+    cmd = _scripting.decode_command_bytes(op)
+    if cmd in _scripting.COMMANDS_WITH_SUB:
+        return None
+    try:
+        func, sig = socket._name_to_func(cmd)
+    except _scripting.SimpleError:
+        return None
+    if func is None:
+        return None
+    socket.__dict__.setdefault("_sim_commands", {})[op] = (func, sig)
+    return func, sig
 
 
 def _convert_lua_result(self: Any, result: Any, nested: bool = True) -> Any:
@@ -362,6 +403,7 @@ def _install() -> None:
         _scripting.LUA_MODULE = _LuaModule()  # type: ignore[assignment]
         _scripting._check_for_lua_globals = _check_for_lua_globals
         _scripting.ScriptingCommandsMixin._convert_lua_result = _convert_lua_result  # type: ignore[method-assign]
+        _scripting.ScriptingCommandsMixin._lua_redis_call = _lua_redis_call  # type: ignore[method-assign]
 
 
 class DirectCalls:

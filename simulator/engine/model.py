@@ -221,10 +221,13 @@ def _start_clients(
 
 
 def pipelines_fit(scenario: Scenario, backend: Backend, instants: object = None) -> bool:
-    """True when the run can go in pipelines: no client reacts, and the answer takes its time
-    from the call (not from a real server's clock)."""
+    """True when the run can go in pipelines: no client reacts, the answer takes its time from
+    the call (not from a real server's clock), and the script is a vetted one (a user's script
+    that loops would hold every call in flight on a real server)."""
+    algorithm = scenario.policy.algorithm
     return (
         instants is None
+        and (algorithm.vetted or backend.virtual_time)
         and not any(reacts(spec) for spec in scenario.clients)
         and not needs_real_time(backend, scenario.policy.algorithm)
     )
