@@ -172,3 +172,14 @@ def test_the_contracts_study_decides_a_users_script_on_every_default_family_whol
     sizes = [len(offered(f)) for f in families("default")]
     assert max(sizes) <= contracts.LUA_SAMPLE
     assert max(len(offered(f)) for f in families("full")) > contracts.LUA_SAMPLE  # marked there
+
+
+def test_bench_fake_names_every_algorithm_and_finds_the_same_replies_three_ways():
+    from simulator.bench.fake import bench_fake
+
+    lines: list[str] = []
+    rows = bench_fake(60, out=lines.append)
+    assert [r["algorithm"] for r in rows] == list(ALGORITHMS)
+    assert all(r["same_replies"] for r in rows)
+    assert all(float(r["speedup"]) > 0 for r in rows)  # a figure, printed; never a time asserted
+    assert any("vs stock" in line for line in lines)
