@@ -5,9 +5,11 @@ embedded fake server), each request is decided at ``floor(env.now)`` - the whole
 server would see - and every decision is appended to one log that becomes a DataFrame.
 
 On a real server (see :mod:`simulator.engine.realtime`) the same code runs: on simulated time for the
-algorithms that take ``now_ms`` from their arguments, on real time for ``echomq``. If the server
-goes away the run stops with a :class:`BackendError` naming the backend and the simulated time
-reached, after handing every decision made so far to ``on_rows``.
+algorithms that take ``now_ms`` from their arguments, on real time for ``echomq``. When no client
+reacts to its answers, a real server gets the calls in pipelines instead, with the same rows
+(:mod:`simulator.engine.pipelined`). If the server goes away the run stops with a
+:class:`BackendError` naming the backend and the simulated time reached, after handing every
+decision made so far to ``on_rows``.
 """
 
 from __future__ import annotations
