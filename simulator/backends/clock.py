@@ -414,7 +414,8 @@ class DirectCalls:
     socket does for a command it parsed; the reply comes back as redis-py would hand it (bytes,
     integers, lists; a server error raised as redis-py's exception for it, ``NoScriptError``
     included). Arguments are encoded as redis-py encodes them: ``str`` as UTF-8, numbers by their
-    ``repr``, bytes as they are.
+    ``repr``, bytes as they are. The ACL check a parsed command passes is left out: the program's
+    fake server has one user, allowed everything.
     """
 
     def __init__(self, server: Any) -> None:
