@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from simulator.algorithms import ALGORITHMS
-from simulator.backends import FakeRedisBackend, RedisBackend, ScriptError
+from simulator.backends import NO_REPLY, BackendError, FakeRedisBackend, RedisBackend, ScriptError
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.engine.pipelined import ONE_BY_ONE, PIPELINED, _bounds
 from simulator.engine.realtime import server_time_free
@@ -140,3 +140,25 @@ def test_a_users_script_on_a_real_server_goes_one_call_at_a_time(valkey, users_s
     frame = simulate(scenario, valkey)
     assert frame.attrs["calls"] == ONE_BY_ONE
     pd.testing.assert_frame_equal(frame, simulate(scenario))
+
+
+class HalfAnswered(FakeRedisBackend):
+    """Test-only: the third batch gets replies for its first three calls, then a node fails."""
+
+    def stream(self, batches, depth=2):
+        for k, replies in enumerate(super().stream(batches, depth)):
+            if k == 2 and len(replies) > 3:
+                error = BackendError("backend node-b failed: connection lost")
+                error.replies = replies[:3] + [NO_REPLY] * (len(replies) - 3)
+                raise error
+            yield replies
+
+
+def test_a_node_lost_mid_batch_keeps_the_decisions_answered_before_it():
+    scenario = Scenario("fixed_window", 4, 200, 2000.0, (BurstAt("b", n=9, at_s=(0, 0.5, 1)),))
+    whole = simulate(scenario, FakeRedisBackend(), pipelined=True)
+    got: list = []
+    with pytest.raises(BackendError, match=r"connection lost; stopped at .* after 21 decisions"):
+        simulate(scenario, HalfAnswered(), got.extend, pipelined=True)
+    assert [r[0] for r in got] == list(range(21))
+    assert [r[3].allowed for r in got] == whole["allowed"][:21].tolist()

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from simulator.algorithms import Limiter
-from simulator.backends import Backend, BackendError, ScriptError
+from simulator.backends import NO_REPLY, Backend, BackendError, ScriptError
 from simulator.engine.realtime import ExpiryWatch
 from simulator.records import Decision, DecisionColumns, Row
 
@@ -64,7 +64,8 @@ def decide_pipelined(
     ``set_now`` moves the run's clock to a batch's first instant before it is sent (the fake
     server's time). Returns each request's whole millisecond and the decisions' columns. A
     script that fails stops the run with every decision before it handed to ``on_rows`` and
-    kept on the error (``decided``); so does a server that goes away.
+    counted on the error (``decided``); so does a server that goes away (a cluster node that
+    failed mid-batch: the calls answered before the first unanswered one count as made).
     """
     t_ms = np.floor(at_ms).astype(np.int64)
     times = t_ms.tolist()
@@ -88,11 +89,18 @@ def decide_pipelined(
     stream = backend.stream(batches(), depth)
     try:
         for lo, hi in bounds:
+            lost: BackendError | None = None
             try:
                 replies = next(stream)
             except BackendError as exc:
-                exc.decided = done
-                raise
+                if exc.replies is None:
+                    exc.decided = done
+                    raise
+                # Some calls were answered before the failure (a cluster's other nodes): the
+                # ones before the first unanswered call are decisions made, and kept.
+                lost, replies = exc, list(exc.replies)
+                gap = next((i for i, r in enumerate(replies) if r is NO_REPLY), len(replies))
+                replies = replies[:gap]
             failed = next((r for r in replies if isinstance(r, ScriptError)), None)
             if failed is not None:
                 replies = replies[: replies.index(failed)]
@@ -114,6 +122,9 @@ def decide_pipelined(
                     )
                 )
             done += n
+            if lost is not None:
+                lost.decided = done
+                raise lost
             if failed is not None:
                 failure = getattr(limiter, "failure", None)  # a user's script names its file
                 error = failed if failure is None else failure(failed)
