@@ -40,12 +40,12 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_PORT ?= 8888
 EXPLORE_PORT ?= 8866
 
-lab: $(STAMP)  ## JupyterLab on 127.0.0.1 in notebooks/; prints the URL to open (with its token)
-	$(PY) -m jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser --notebook-dir notebooks $(ALLOW_ROOT)
+lab: $(STAMP)  ## JupyterLab on 127.0.0.1 in notebooks/ (no news or update toasts); prints the URL to open (with its token)
+	$(PY) -m jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser --notebook-dir notebooks $(ALLOW_ROOT) \
+		--LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
-explore: $(STAMP)  ## the explorer alone as a web page (Voila: no code shown) on 127.0.0.1
-	@echo "The explorer: http://127.0.0.1:$(EXPLORE_PORT)/ (Ctrl-C stops it)"
-	$(PY) -m voila notebooks/00_explorer.ipynb --Voila.ip=127.0.0.1 --port=$(EXPLORE_PORT) --no-browser
+explore: $(STAMP)  ## the explorer alone as a web page (Voila: no code shown) on 127.0.0.1; a closed page's kernel ends after 2 min
+	$(PY) -m simulator.explore.serve --port=$(EXPLORE_PORT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

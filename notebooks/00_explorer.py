@@ -13,25 +13,11 @@
 # ---
 
 # %% [markdown]
-# # 0. The explorer: change a control, see what the real scripts decide
+# # 0. The explorer: change a control, see what the real scripts decide, step by step
 #
-# Every algorithm of the registry gets the same traffic and decides it with its **real Lua
-# script** (on fakeredis, whose clock follows the simulation; or on an embedded Valkey). Change a
-# control and everything below is redrawn:
-#
-# - **admitted and refused per second**, a line per algorithm;
-# - for the **client shown**, the requests admitted in the trailing window against the limit
-#   (dotted lines: the clock grid's window seams, where the fixed window lets twice the limit
-#   through), and the header values it received: `RateLimit-Remaining`, `RateLimit-Reset` and,
-#   on a refusal, `Retry-After`;
-# - one **summary line** per algorithm: admitted A of N, the most one client got in any window
-#   (and that over the limit), and how many requests the exact sliding log, given the same
-#   requests, would have decided the other way.
-#
-# The tabs hold the limiter (algorithms, limit, window, each algorithm's own parameters, the
-# backend), the traffic mix (steady, Poisson, bursts at chosen seconds, on/off, polite clients
-# that wait the Retry-After they get) and the run (duration, seed, or a trace file to replay
-# instead: a CSV of `t_ms,client` or an access log; the sample log is filled in).
+# Every algorithm of the registry decides the same traffic with its **real Lua script**, on a
+# fake server whose clock follows the simulation. Try this first: click *boundary burst*, then
+# step through the requests of second 61. (What each part shows is explained below.)
 
 # %% tags=["parameters"]
 LIMIT = 10  # requests allowed per window, to start with
@@ -45,3 +31,23 @@ from simulator.explore import Explorer, Settings
 explorer = Explorer(Settings(limit=LIMIT, window_s=WINDOW_S, duration_s=DURATION_S, seed=SEED))
 explorer.refresh()
 explorer
+
+
+# %% [markdown]
+# ## What the page shows
+#
+# - **Presets** (left, one click each): the boundary burst of the card (100 requests at second
+#   59 and 100 at second 61, limit 100 per minute), a steady client over the limit, polite
+#   clients that wait the Retry-After they are sent, one chat room flooding, and ten minutes of
+#   the sample access log. The tabs under them hold every control: the limiter (algorithms,
+#   limit, window, each algorithm's own parameters, the backend), the traffic mix, and the
+#   source (duration and seed, or a trace file and the span of it to replay).
+# - **One row per algorithm** (middle), on one time axis: each request of the client shown is a
+#   mark at the number that client had admitted in the trailing window (dot: admitted, cross:
+#   refused), against the dashed limit. Hover over a mark for its decision.
+# - **The time bar** (play, step back, step on): at the chosen request every row shades the
+#   window its algorithm counts, and the right column shows **what the server holds** for that
+#   client before and after the script ran (values, sorted-set members with their scores, hash
+#   fields, PTTL), the script's reply, the header fields sent and the exact log's count.
+# - **A summary line per algorithm** under the rows: admitted A of N, the most one client got
+#   in any window, and how many requests it admitted or refused where the exact log would not.

@@ -114,6 +114,63 @@ first_refusals = log[~log["allowed"]].groupby("algorithm").head(1)
 boundary_burst_figure(log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S)
 
 # %% [markdown]
+# ## Step through the seam: what the server holds
+#
+# The chart shows *what* each limiter decided; the server shows *why*. The explorer's time bar
+# (`make explore`, preset *boundary burst*) decides one client's requests again on a fresh fake
+# server and reads every key before and after each call: a counter and its TTL, the log's
+# members with their scores, a bucket's fields. Here is that step-through for the three requests
+# around the seam: the last of the first burst (request `LIMIT`), the first of the second
+# (`LIMIT + 1`) and the one after it, for the fixed window and the exact log.
+
+# %%
+from simulator.explore.steps import keys_text, step_through, steps_frame  # noqa: E402
+
+around = [LIMIT - 1, LIMIT, LIMIT + 1]  # positions from 0: requests LIMIT to LIMIT + 2
+seam = {}
+for name in ("fixed_window", "sliding_log"):
+    mine = log[log["algorithm"] == name]
+    steps = step_through(
+        name, LIMIT, WINDOW_MS, {}, "user", mine["t_ms"].tolist(), allowed=mine["allowed"].tolist()
+    )
+    seam[name] = [steps[i] for i in around]
+compact(
+    pd.concat({name: steps_frame(s) for name, s in seam.items()})[
+        ["t_ms", "decided", "exact log", "RateLimit", "Retry-After"]
+    ],
+    trim=True,
+)
+
+# %% [markdown]
+# The keys on the server after each of those calls, read from it (not rebuilt in Python):
+
+# %%
+Markdown(
+    "\n".join(
+        f"- **{name}**, after request {s.index + 1} (t = {s.t_ms:,} ms): {keys_text(s.after)}"
+        for name, steps in seam.items()
+        for s in steps
+    )
+)
+
+# %% [markdown]
+# What they say (the figures come from the steps above):
+
+# %%
+fw_first, sl_first = seam["fixed_window"][1], seam["sliding_log"][1]
+(sl_log,) = sl_first.before
+Markdown(
+    f"At request {LIMIT + 1} (second {fw_first.t_ms / 1000:g}) the fixed window's script counts "
+    f"in the key of the new grid cell, `{fw_first.after[-1].key}`, which it has just created "
+    f"(value {fw_first.after[-1].value}): the counter of the first burst is still on the server "
+    f"but no longer read, so the request is **{'admitted' if fw_first.allowed else 'refused'}**. "
+    f"The sliding log keeps one key, `{sl_log.key}`, holding **{sl_log.size}** members all scored "
+    f"in second {FIRST_S:g}: the request is **{'admitted' if sl_first.allowed else 'refused'}** "
+    f"with `Retry-After: {sl_first.headers.get('Retry-After', '–')}` (seconds until the oldest "
+    f"member leaves the window), and the exact count before it is {sl_first.exact_in_window}."
+)
+
+# %% [markdown]
 # ## Why the clock-aligned window lets twice the limit through
 #
 # The two bursts fall into two different grid cells, so they meet two different, fresh counters.

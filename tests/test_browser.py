@@ -3,9 +3,13 @@
 Each test starts its own server (JupyterLab or Voila) on a free loopback port, over a copy of the
 notebooks (so that nothing the browser does can touch the committed ones), drives Debian's
 Chromium through Playwright, and stops the server - and the kernels it started - by their own
-pids. The test reads the summary line, moves the limit slider, and checks that a higher limit
-admits at least as many requests, that no cell shows an error, and saves a screenshot (under
-data/, which the README shows, when SAVE_SCREENSHOTS=1). Waits are for states, with generous timeouts; no time is asserted.
+pids. In JupyterLab the test reads the summary line, moves the limit slider, and checks that a
+higher limit admits at least as many requests and that no cell shows an error. On the Voila page
+at 1280×800 it checks that the controls and the first row are in view together, clicks a preset,
+steps through the requests with the time bar and reads the server's keys and the header fields
+shown at a refusal; another test opens and closes the page five times and checks that kernels
+and the servers they started do not pile up. Screenshots go under data/ (which the README shows)
+when SAVE_SCREENSHOTS=1. Waits are for states, with generous timeouts; no time is asserted.
 """
 
 from __future__ import annotations
@@ -153,7 +157,7 @@ def _summary(page: Page, scroll: str | None = None) -> str:
                 f"for (const e of document.querySelectorAll('{scroll}')) e.scrollTop = 1e9"
             )
         found = page.locator(".explorer-summary")
-        if found.count() and "admitted" in found.first.inner_text():
+        if found.count() and LINE.search(found.first.inner_text()):
             return found.first.inner_text()
         page.wait_for_timeout(500)
     raise AssertionError("the explorer's summary never appeared")
@@ -192,8 +196,9 @@ def _no_errors(page: Page) -> None:
 
 def _explore(page: Page, scroll: str | None) -> None:
     """Read, move the limit 10 -> 15, read again: a higher limit admits at least as many."""
-    before = _admitted(_summary(page, scroll))
-    assert before, "no summary line per algorithm"
+    text = _summary(page, scroll)
+    before = _admitted(text)
+    assert before, f"no summary line per algorithm: {text!r}"
     _move_limit(page, 5)
     after = _admitted(_run_after(page, 2, 15))
     assert after.keys() == before.keys()
@@ -240,20 +245,131 @@ def test_explorer_in_jupyterlab(workdir, browser_page, tmp_path):
         _stop(server)
 
 
-def test_explorer_as_a_page(workdir, browser_page, tmp_path):
+def _voila(workdir: Path, tmp_path: Path, **cull: float) -> tuple[subprocess.Popen[bytes], str]:
+    from simulator.explore.serve import voila_argv
+
     port = free_port(False)
-    url = f"http://127.0.0.1:{port}"
-    argv = [
-        sys.executable, "-m", "voila", "notebooks/00_explorer.ipynb", "--no-browser",
-        f"--port={port}", "--Voila.ip=127.0.0.1",
-    ]  # fmt: skip
-    server = _serve(argv, workdir, port, tmp_path / "voila.log")
+    argv = voila_argv("notebooks/00_explorer.ipynb", port, **cull)
+    return _serve(argv, workdir, port, tmp_path / "voila.log"), f"http://127.0.0.1:{port}"
+
+
+def _wait_text(page: Page, selector: str, pattern: str) -> str:
+    """The text of ``selector`` once it matches ``pattern``."""
+    found = page.locator(selector).first
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while time.monotonic() < deadline:
+        text = found.inner_text()
+        if re.search(pattern, text):
+            return text
+        page.wait_for_timeout(200)
+    raise AssertionError(f"{selector} never matched {pattern!r}: {found.inner_text()!r}")
+
+
+def test_explorer_as_a_page(workdir, tmp_path):
+    server, url = _voila(workdir, tmp_path)
     try:
-        page = browser_page
-        page.goto(url + "/")
-        _explore(page, None)
-        assert page.get_by_text("from simulator.explore").count() == 0, "code is shown"
-        page.screenshot(path=str(shots() / "explorer.png"), full_page=True)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.set_default_timeout(WAIT_MS)
+                page.goto(url + "/")
+                assert _admitted(_summary(page)), "no summary line per algorithm"
+                assert page.get_by_text("from simulator.explore").count() == 0, "code is shown"
+                # Cause and effect on one screen: the controls and the first row in view.
+                first = page.locator(".explorer-row").first.bounding_box()
+                tabs = page.locator(".explorer .widget-tab").first.bounding_box()
+                presets = page.locator(".explorer-presets").first.bounding_box()
+                assert first and tabs and presets
+                assert first["y"] + first["height"] <= 800, first
+                assert tabs["y"] < 800 and presets["y"] + presets["height"] <= 800
+                assert first["x"] >= tabs["x"] + tabs["width"] - 1, "the figure sits beside"
+                page.get_by_role("button", name="boundary burst").click()
+                _wait_text(page, ".explorer-status", r"run 2: .* limit 100 per 60 s")
+                assert page.locator(".explorer-rows.explorer-stale").count() == 0
+                # Hovering over a mark gives its decision row.
+                page.locator(".explorer-row-sliding_log .dot").last.hover(force=True)
+                _wait_text(page, ".bqplot_tooltip_div >> visible=true", r"61\.000 s: refused")
+                page.locator(".explorer-state-of select").select_option(label="sliding_log")
+                _wait_text(page, ".explorer-state", r"sliding_log at")
+                # The time bar goes to the log's first refusal: the first request of second 61.
+                _wait_text(page, ".explorer-instant", r"request 101 of 200 at 61\.000 s")
+                for n in range(102, 107):  # five steps on, one request each
+                    page.get_by_role("button", name="step ▶").click()
+                    _wait_text(page, ".explorer-instant", rf"request {n} of 200 at 61\.000 s")
+                state = _wait_text(page, ".explorer-state", r"refused")
+                assert "rl:sl:{bursts-1}" in state, state
+                assert "100 members" in state, state  # the 100 admitted at second 59, on the server
+                assert re.search(r"PTTL [\d,]+ ms", state), state
+                assert re.search(r"Retry-After:\s*58", state), state  # 59 + 60 - 61 s
+                assert re.search(r"RateLimit-Remaining:\s*0", state), state
+                assert "exact log: 100 of 100" in state, state
+                _no_errors(page)
+                page.screenshot(path=str(shots() / "explorer.png"))
+            finally:
+                browser.close()
+    finally:
+        _stop(server)
+
+
+def _kernels(server: subprocess.Popen[bytes]) -> list[int]:
+    """The server's kernels: its descendants running ipykernel."""
+    found = []
+    for pid in _children(server.pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"ipykernel" in cmdline:
+            found.append(pid)
+    return found
+
+
+def _valkeys(server: subprocess.Popen[bytes]) -> list[int]:
+    found = []
+    for pid in _children(server.pid):
+        try:
+            if b"valkey-server" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_closed_pages_leave_no_kernels_or_servers(workdir, tmp_path):
+    server, url = _voila(workdir, tmp_path, idle_s=3, every_s=1)
+    valkeys: list[int] = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            try:
+                for visit in range(5):
+                    page = browser.new_page(viewport={"width": 1280, "height": 800})
+                    page.set_default_timeout(WAIT_MS)
+                    page.goto(url + "/")
+                    _summary(page)
+                    if visit == 0:  # this visitor starts an embedded Valkey
+                        backend = page.locator(".widget-dropdown", has_text="backend")
+                        backend.locator("select").select_option(label="embedded Valkey")
+                        _wait_text(page, ".explorer-status", r"run 2: .* embedded Valkey")
+                        valkeys = _valkeys(server)
+                        assert valkeys, "the page's Valkey was not found"
+                    page.close()
+            finally:
+                browser.close()
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while (_kernels(server) or any(map(_alive, valkeys))) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _kernels(server) == [], "kernels of closed pages are still running"
+        assert not any(map(_alive, valkeys)), "a closed page's Valkey is still running"
     finally:
         _stop(server)
 

@@ -3,33 +3,40 @@
 Every algorithm in the registry is offered, with a box for each of its own parameters (``Param``)
 whose value follows the default (computed from the limit and the window) until someone types
 another. Nothing here runs anything: :meth:`Controls.settings` turns what the widgets show into a
-validated :class:`~simulator.explore.settings.Settings`, and :meth:`Controls.observe` tells the
-caller when any of them changes.
+validated :class:`~simulator.explore.settings.Settings` - or a ConfigError that names the control
+as the page shows it, in its units - :meth:`Controls.apply` puts settings (a preset's) back into
+the widgets, and :meth:`Controls.observe` tells the caller when any of them changes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 
 from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.base import own_params
 from simulator.checks import ConfigError
-from simulator.explore.settings import BACKENDS, TRACE_FORMATS, Settings, Traffic
+from simulator.explore.presets import SAMPLE_TRACE
+from simulator.explore.settings import (
+    BACKENDS,
+    TRACE_FORMATS,
+    Settings,
+    Traffic,
+    expected_requests,
+)
 
 __all__ = ["Controls", "SAMPLE_TRACE", "WINDOWS_S"]
 
-#: The access log shipped with the project, offered as the trace to replay.
-SAMPLE_TRACE = (
-    Path(__file__).resolve().parents[2] / "data" / "traces" / "apache_combined_sample.log"
-)
+#: The most requests a traffic mix may send each algorithm (a run of a few minutes at most).
+MOST_REQUESTS = 500_000
 #: Window lengths the window slider offers (seconds).
 WINDOWS_S = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 3600.0)
 
-_WIDE = {"description_width": "11em"}
-_ROW = w.Layout(width="31em")
+_WIDE = {"description_width": "8.5em"}
+_ROW = w.Layout(width="98%")
 
 
 def _seconds(text: str) -> tuple[float, ...]:
@@ -51,11 +58,11 @@ class Controls:
             rows=len(ALGORITHMS),
             description="algorithms",
             style=_WIDE,
-            layout=w.Layout(width="31em"),
+            layout=_ROW,
         )
         self.limit = w.IntSlider(
             value=s.limit,
-            min=1,
+            min=0,  # 0 is said to be wrong rather than silently made 1
             max=max(200, 2 * s.limit),
             description="limit (requests)",
             style=_WIDE,
@@ -86,7 +93,8 @@ class Controls:
                 widget = box(
                     value=default if given is None else given,
                     description=f"{name}: {p.name}" + (f" ({p.unit})" if p.unit else ""),
-                    style=_WIDE,
+                    description_allow_html=False,
+                    style={"description_width": "14em"},
                     layout=_ROW,
                 )
                 self.params[(name, p.name)] = widget
@@ -156,11 +164,15 @@ class Controls:
             style=_WIDE,
         )
         self.trace = w.Text(
-            value=s.trace or str(SAMPLE_TRACE),
+            value=s.trace if s.trace is not None else str(SAMPLE_TRACE),
             description="trace file",
             style=_WIDE,
-            layout=w.Layout(width="62em"),
+            layout=_ROW,
         )
+        self.trace_from_s = number(s.trace_from_s, "from (s in)")
+        # A trace is explored a slice at a time: ten minutes unless the settings say otherwise.
+        span_s = s.trace_span_s if s.trace is not None else 600.0
+        self.trace_span_s = number(span_s, "span (s, 0: all)")
         self.trace_format = w.Dropdown(
             options=[(label, name) for name, label in TRACE_FORMATS.items()],
             value=s.trace_format if s.trace else "clf",
@@ -168,43 +180,42 @@ class Controls:
             style=_WIDE,
             layout=_ROW,
         )
-        self.client = w.Dropdown(options=[], description="client shown", style=_WIDE, layout=_ROW)
+        self.client = w.Dropdown(
+            options=[],
+            description="client shown",
+            style={"description_width": "initial"},
+            layout=w.Layout(width="17em"),
+        )
 
         def kind(title: str, *rows: w.Widget) -> w.VBox:
             return w.VBox([w.HTML(f"<b>{title}</b>"), *rows])
 
-        limiter = w.HBox(
+        limiter = w.VBox(
+            [self.algorithms, self.limit, self.window_s, *self.params.values(), self.backend]
+        )
+        mix = w.VBox(
             [
-                w.VBox([self.algorithms, self.backend]),
-                w.VBox([self.limit, self.window_s, *self.params.values()]),
+                kind("bursts", self.bursts, self.burst_n, self.burst_at),
+                kind("steady", self.steady, self.steady_rate),
+                kind("Poisson", self.poisson, self.poisson_rate),
+                kind("polite (waits Retry-After)", self.polite, self.polite_rate),
+                kind("on/off (Poisson while on)", self.on_off, self.on_off_rate, self.on_s),
+                self.off_s,
             ]
         )
-        mix = w.HBox(
+        run = w.VBox(
             [
-                w.VBox(
-                    [
-                        kind("steady", self.steady, self.steady_rate),
-                        kind("Poisson", self.poisson, self.poisson_rate),
-                        kind("polite (waits Retry-After)", self.polite, self.polite_rate),
-                    ]
-                ),
-                w.VBox(
-                    [
-                        kind("bursts", self.bursts, self.burst_n, self.burst_at),
-                        kind(
-                            "on/off (Poisson while on)",
-                            self.on_off,
-                            self.on_off_rate,
-                            self.on_s,
-                            self.off_s,
-                        ),
-                    ]
-                ),
+                self.source,
+                self.duration_s,
+                self.seed,
+                self.trace,
+                self.trace_format,
+                self.trace_from_s,
+                self.trace_span_s,
             ]
         )
-        run = w.VBox([self.source, self.duration_s, self.seed, self.trace, self.trace_format])
-        self.box = w.Tab(children=[limiter, mix, run])
-        for i, title in enumerate(("limiter", "traffic mix", "run and source")):
+        self.box = w.Tab(children=[limiter, mix, run], layout=w.Layout(width="100%"))
+        for i, title in enumerate(("limiter", "traffic", "source")):
             self.box.set_title(i, title)
 
     def inputs(self) -> list[w.ValueWidget]:
@@ -233,6 +244,8 @@ class Controls:
             self.source,
             self.trace,
             self.trace_format,
+            self.trace_from_s,
+            self.trace_span_s,
         ]
 
     def observe(self, handler: Callable[[Any], None]) -> None:
@@ -250,30 +263,87 @@ class Controls:
                 widget.value = new
             self._defaults[(name, param)] = new
 
+    def apply(self, settings: Settings) -> None:
+        """Show ``settings`` in the widgets (a preset): every control, parameters at their
+        defaults unless given."""
+        s, t = settings, settings.traffic
+        self.algorithms.value = tuple(a for a in s.algorithms if a in ALGORITHMS)
+        self.limit.max = max(self.limit.max, 2 * s.limit)
+        self.limit.value = s.limit
+        if float(s.window_s) not in [v for _, v in self.window_s.options]:
+            windows = sorted({*(v for _, v in self.window_s.options), float(s.window_s)})
+            self.window_s.options = [(f"{x:g} s", x) for x in windows]
+        self.window_s.value = float(s.window_s)
+        self.backend.value = s.backend
+        for (name, param), widget in self.params.items():
+            declared = {p.name: p for p in ALGORITHMS[name].params_declared}[param]
+            default = declared.default(s.limit, s.window_ms)
+            widget.value = s.params.get(name, {}).get(param, default)
+            self._defaults[(name, param)] = default
+        for kind in ("steady", "poisson", "bursts", "on_off", "polite"):
+            slider = getattr(self, kind)
+            slider.max = max(slider.max, getattr(t, kind))
+            slider.value = getattr(t, kind)
+        for kind in ("steady", "poisson", "on_off", "polite"):
+            slider = getattr(self, f"{kind}_rate")
+            rate = getattr(t, f"{kind}_rate_per_s")
+            slider.max = max(slider.max, rate)
+            slider.value = rate
+        self.burst_n.max = max(self.burst_n.max, t.burst_n)
+        self.burst_n.value = t.burst_n
+        self.burst_at.value = ", ".join(f"{x:g}" for x in t.burst_at_s)
+        self.on_s.value, self.off_s.value = t.on_s, t.off_s
+        self.duration_s.max = max(self.duration_s.max, round(s.duration_s))
+        self.duration_s.value = round(s.duration_s)
+        self.seed.value = s.seed
+        if s.trace is not None:
+            self.trace.value = s.trace
+            self.trace_format.value = s.trace_format
+        self.trace_from_s.value, self.trace_span_s.value = s.trace_from_s, s.trace_span_s
+        self.source.value = "trace file" if s.trace is not None else "traffic mix"
+
     def settings(self) -> Settings:
-        """What the controls show, validated (ConfigError naming the field otherwise)."""
-        traffic = Traffic(
-            steady=self.steady.value,
-            steady_rate_per_s=self.steady_rate.value,
-            poisson=self.poisson.value,
-            poisson_rate_per_s=self.poisson_rate.value,
-            bursts=self.bursts.value,
-            burst_n=self.burst_n.value,
-            burst_at_s=_seconds(self.burst_at.value),
-            on_off=self.on_off.value,
-            on_off_rate_per_s=self.on_off_rate.value,
-            on_s=self.on_s.value,
-            off_s=self.off_s.value,
-            polite=self.polite.value,
-            polite_rate_per_s=self.polite_rate.value,
-        )
+        """What the controls show, validated: a ConfigError naming the control otherwise."""
+        limit = self.limit.value
+        if limit < 1:
+            raise ConfigError(
+                f"limit (requests): at least 1 per window, got {limit} (a limit of 0 would "
+                "refuse every request)"
+            )
+        if not self.algorithms.value:
+            raise ConfigError("algorithms: choose at least one")
+        try:
+            traffic = Traffic(
+                steady=self.steady.value,
+                steady_rate_per_s=self.steady_rate.value,
+                poisson=self.poisson.value,
+                poisson_rate_per_s=self.poisson_rate.value,
+                bursts=self.bursts.value,
+                burst_n=self.burst_n.value,
+                burst_at_s=_seconds(self.burst_at.value),
+                on_off=self.on_off.value,
+                on_off_rate_per_s=self.on_off_rate.value,
+                on_s=self.on_s.value,
+                off_s=self.off_s.value,
+                polite=self.polite.value,
+                polite_rate_per_s=self.polite_rate.value,
+            )
+        except ConfigError as exc:
+            raise ConfigError(self._named(str(exc))) from None
+        window_ms = round(self.window_s.value * 1000)
         params: dict[str, dict[str, float]] = {}
         for (name, param), widget in self.params.items():
             params.setdefault(name, {})[param] = widget.value
+        for name in self.algorithms.value:
+            cls = ALGORITHMS[name]
+            try:
+                own_params(name, cls.params_declared, params.get(name, {}), limit, window_ms)
+            except ConfigError as exc:
+                raise ConfigError(self._named(str(exc))) from None
         from_trace = self.source.value == "trace file"
-        return Settings(
+        settings = Settings(
             algorithms=tuple(self.algorithms.value),
-            limit=self.limit.value,
+            limit=limit,
             window_s=self.window_s.value,
             params=params,
             traffic=traffic,
@@ -281,5 +351,44 @@ class Controls:
             seed=self.seed.value,
             trace=self.trace.value.strip() if from_trace else None,
             trace_format=self.trace_format.value,
+            trace_from_s=self.trace_from_s.value,
+            trace_span_s=self.trace_span_s.value,
             backend=self.backend.value,
         )
+        if not from_trace and (n := expected_requests(settings)) > MOST_REQUESTS:
+            raise ConfigError(
+                f"traffic: about {n:,.0f} requests for each algorithm, at most "
+                f"{MOST_REQUESTS:,} here (shorten the duration (s) or lower the clients or rates)"
+            )
+        return settings
+
+    def _named(self, message: str) -> str:
+        """A validator's message with the control's name and unit as the page shows them."""
+        where, _, rest = message.partition(": ")
+        owner, _, field = where.partition(".")
+        found = _CONTROLS.get((owner, field))
+        if found is not None:
+            label, widget_name = found
+            value = getattr(self, widget_name).value
+            what = re.sub(r"\s+and <= [\d,.]+", "", rest.split(", got ")[0])
+            return f"{label}: {what}, got {value}"
+        m = re.match(r"params\['(\w+)'\]", field)
+        if m and owner in ALGORITHMS:
+            declared = {p.name: p for p in ALGORITHMS[owner].params_declared}
+            p = declared.get(m.group(1))
+            unit = f" ({p.unit})" if p is not None and p.unit else ""
+            return f"{owner}: {m.group(1)}{unit}: {rest}"
+        return message
+
+
+#: Validators' field names -> the control as the page names it, and the widget holding it.
+_CONTROLS = {
+    ("ConstantRate", "rate_per_s"): ("steady: each, req/s", "steady_rate"),
+    ("Poisson", "rate_per_s"): ("Poisson: each, req/s", "poisson_rate"),
+    ("OnOff", "rate_per_s"): ("on/off: each, req/s", "on_off_rate"),
+    ("OnOff", "on_ms"): ("on/off: on for (s)", "on_s"),
+    ("OnOff", "off_ms"): ("on/off: off for (s)", "off_s"),
+    ("Polite", "rate_per_s"): ("polite: each, req/s", "polite_rate"),
+    ("BurstAt", "n"): ("bursts: requests each", "burst_n"),
+    ("BurstAt", "at_s"): ("bursts: at seconds", "burst_at"),
+}

@@ -2,19 +2,24 @@
 
 A control change asks for a new run. Each algorithm's log is the real Lua script deciding the
 requests on the chosen backend (:func:`simulator.engine.run.simulate` for a traffic mix,
-:func:`simulator.playback.run.replay` for a trace file), kept in a small cache so that a change that
-touches one algorithm (its own parameter) or none (the client shown) runs only what changed. A
-run can be cancelled: the caller's ``cancelled()`` is asked between decisions and a stale run
-stops there with :class:`Cancelled`.
+:func:`simulator.playback.run.replay` for a trace file, or the chosen span of it), kept in a
+small cache so that a change that touches one algorithm (its own parameter) or none (the client
+shown) runs only what changed. The cache is keyed on what decides a log: the settings that reach
+the algorithm, the script's source (a script registered again under the same name runs again),
+and a trace file's contents (a file edited in place is read again). A run can be cancelled: the
+caller's ``cancelled()`` is asked between decisions and a stale run stops there with
+:class:`Cancelled`.
 
-The summary line per algorithm: *admitted A of N, most in any window M (M/limit x), decided
-differently from the exact log D*, where M is the most one client got admitted in any trailing
-window (t - W, t] and D counts the requests the exact sliding log, given the same requests, would
-have decided the other way.
+The summary line per algorithm: *admitted A of N, most one client got in any window M
+(M/limit x), wrongly admitted X, wrongly refused Y*, where M is the most one client got admitted
+in any trailing window (t - W, t], and X and Y compare each decision with the exact sliding log
+given the same requests: admitted where the log would refuse, refused where it would admit.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -26,14 +31,17 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
-from simulator.backends import Backend, FakeRedisBackend
+from simulator.algorithms.scripts import load
+from simulator.backends import Backend
+from simulator.backends.direct import DirectFakeBackend
+from simulator.checks import ConfigError
 from simulator.engine.model import Row
 from simulator.engine.run import simulate
-from simulator.explore.settings import Settings, scenario_for
+from simulator.explore.settings import TRACE_FORMATS, Settings, scenario_for
 from simulator.fastref import decide_bulk
 from simulator.metrics import rolling_admitted
 from simulator.playback.run import replay
-from simulator.playback.traces import read_trace
+from simulator.playback.traces import TraceError, read_trace
 
 __all__ = [
     "Cancelled",
@@ -63,11 +71,17 @@ class Summary:
     admitted: int
     most_in_window: int
     limit: int
-    differs_from_exact: int
+    wrongly_admitted: int
+    wrongly_refused: int
 
     @property
     def ratio(self) -> float:
         return self.most_in_window / self.limit
+
+    @property
+    def differs_from_exact(self) -> int:
+        """Decisions the exact log, given the same requests, would have made the other way."""
+        return self.wrongly_admitted + self.wrongly_refused
 
 
 @dataclass(frozen=True)
@@ -99,27 +113,29 @@ def summarise(frame: pd.DataFrame, algorithm: str, limit: int, window_ms: int) -
     """The summary of one algorithm's log (its own requests also given to the exact log)."""
     allowed = frame["allowed"].to_numpy(dtype=bool)
     if len(frame) == 0:
-        return Summary(algorithm, 0, 0, 0, limit, 0)
+        return Summary(algorithm, 0, 0, 0, limit, 0, 0)
     codes, _ = pd.factorize(frame["client"], sort=False)
     t_ms = frame["t_ms"].to_numpy(dtype="int64")
-    exact = decide_bulk(EXACT, codes, t_ms, limit, window_ms)
+    cost = frame["cost"].to_numpy(dtype="int64") if "cost" in frame else None
+    exact = decide_bulk(EXACT, codes, t_ms, limit, window_ms, cost=cost)
     return Summary(
         algorithm=algorithm,
         requests=len(frame),
         admitted=int(allowed.sum()),
         most_in_window=int(rolling_admitted(frame, window_ms).max()),
         limit=limit,
-        differs_from_exact=int((exact.allowed != allowed).sum()),
+        wrongly_admitted=int((allowed & ~exact.allowed).sum()),
+        wrongly_refused=int((~allowed & exact.allowed).sum()),
     )
 
 
 def summary_line(s: Summary) -> str:
-    """``name: admitted A of N, most in any window M (R× the limit), decided differently from the
-    exact log D`` - the line a reader (or a test) reads."""
+    """``name: admitted A of N, most one client got in any window M (R× the limit), wrongly
+    admitted X, wrongly refused Y`` - the line a reader (or a test) reads."""
     return (
-        f"{s.algorithm}: admitted {s.admitted:,} of {s.requests:,}, most in any window "
-        f"{s.most_in_window:,} ({s.ratio:.2f}× the limit), decided differently from the exact "
-        f"log {s.differs_from_exact:,}"
+        f"{s.algorithm}: admitted {s.admitted:,} of {s.requests:,}, most one client got in any "
+        f"window {s.most_in_window:,} ({s.ratio:.2f}× the limit), wrongly admitted "
+        f"{s.wrongly_admitted:,}, wrongly refused {s.wrongly_refused:,}"
     )
 
 
@@ -137,22 +153,40 @@ class Runner:
         self,
         backend_for: Callable[[str], Backend] | None = None,
         reset: Callable[[Backend], None] | None = None,
-        cache_size: int = 48,
+        cache_size: int = 240,
+        most_requests: int = 500_000,
     ) -> None:
-        self._backend_for = backend_for or (lambda name: FakeRedisBackend())
+        self.most_requests = most_requests
+        self._backend_for = backend_for or (lambda name: DirectFakeBackend())
         self._reset = reset
         self._cache: OrderedDict[Hashable, pd.DataFrame] = OrderedDict()
         self._cache_size = cache_size
-        self._traces: dict[tuple[str, str, int, int], pd.DataFrame] = {}
+        self._traces: dict[tuple[str, str, str, int], pd.DataFrame] = {}
 
     def trace(self, path: str, fmt: str) -> pd.DataFrame:
-        """The trace file as a frame (read again only when the file changed)."""
-        st = Path(path).stat()
-        key = (str(Path(path).resolve()), fmt, st.st_mtime_ns, st.st_size)
+        """The trace file as a frame, read again whenever its contents changed."""
+        return self._trace(path, fmt)[1]
+
+    def _trace(self, path: str, fmt: str) -> tuple[str, pd.DataFrame]:
+        """The trace's digest (of its bytes) and its frame; a ConfigError naming the trace box,
+        never quoting the file (the page may be seen by someone who may not read it)."""
+        if not path.strip():
+            raise ConfigError("trace file: empty; give the path of a CSV or an access log")
+        file = Path(path).expanduser()
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"trace file: cannot read {path} ({exc.strerror})") from None
+        digest = hashlib.sha1(data).hexdigest()
+        key = (str(file.resolve()), fmt, digest, 0)
         if key not in self._traces:
+            try:
+                frame = read_trace(file, fmt)
+            except (TraceError, ConfigError) as exc:
+                raise ConfigError(_unquoted(str(exc), path, fmt)) from None
             self._traces.clear()
-            self._traces[key] = read_trace(path, fmt)
-        return self._traces[key]
+            self._traces[key] = frame
+        return digest, self._traces[key]
 
     def run(
         self,
@@ -162,7 +196,15 @@ class Runner:
     ) -> Outcome:
         """Every algorithm of ``settings``; :class:`Cancelled` as soon as ``cancelled()``."""
         start = time.perf_counter()
-        trace = self.trace(settings.trace, settings.trace_format) if settings.trace else None
+        trace, digest = None, ""
+        if settings.trace is not None:
+            digest, whole = self._trace(settings.trace, settings.trace_format)
+            trace = span_of(whole, settings.trace_from_s, settings.trace_span_s)
+            if len(trace) > self.most_requests:
+                raise ConfigError(
+                    f"trace file: {len(trace):,} requests in the span, at most "
+                    f"{self.most_requests:,} here (choose a shorter span (s))"
+                )
         origin_ms = int(trace["t_ms"].min()) if trace is not None and len(trace) else 0
         frames: dict[str, pd.DataFrame] = {}
         skipped: dict[str, str] = {}
@@ -174,7 +216,7 @@ class Runner:
                     "real time; choose fakeredis to see it"
                 )
                 continue
-            key = self._key(settings, algorithm)
+            key = self._key(settings, algorithm, digest)
             frame = self._cache.get(key)
             if frame is None:
                 frame = self._decide(settings, algorithm, trace, cancelled, progress, done)
@@ -194,14 +236,18 @@ class Runner:
         return Outcome(settings, frames, summaries, skipped, origin_ms, seconds)
 
     @staticmethod
-    def _key(settings: Settings, algorithm: str) -> Hashable:
+    def _key(settings: Settings, algorithm: str, digest: str = "") -> Hashable:
+        """What decides one algorithm's log: its class and scripts' sources, the settings that
+        reach it, and the requests (a trace's contents and span, or the mix, duration, seed)."""
+        cls = ALGORITHMS[algorithm]
+        scripts = tuple(load(name).sha for name in cls.scripts)
         params = tuple(sorted(settings.params_of(algorithm).items()))
         source: Any = (
-            (settings.trace, settings.trace_format)
-            if settings.trace
+            (digest, settings.trace_format, settings.trace_from_s, settings.trace_span_s)
+            if settings.trace is not None
             else (settings.traffic, settings.duration_s, settings.seed)
         )
-        return (algorithm, settings.limit, settings.window_ms, params, source, settings.backend)
+        return (cls, scripts, settings.limit, settings.window_ms, params, source, settings.backend)
 
     def _decide(
         self,
@@ -235,6 +281,32 @@ class Runner:
                 params=settings.params_of(algorithm),
             ).reset_index(drop=True)
         return simulate(scenario_for(settings, algorithm), backend, on_rows=on_rows)
+
+
+def span_of(trace: pd.DataFrame, from_s: float, span_s: float) -> pd.DataFrame:
+    """The requests of ``trace`` from ``from_s`` seconds after its first request, for ``span_s``
+    seconds (0: to the end)."""
+    if not len(trace) or (from_s <= 0 and span_s <= 0):
+        return trace
+    first = int(trace["t_ms"].min())
+    t = trace["t_ms"].to_numpy(dtype="int64")
+    lo = first + round(from_s * 1000)
+    keep = t >= lo
+    if span_s > 0:
+        keep &= t < lo + round(span_s * 1000)
+    return trace[keep].reset_index(drop=True)
+
+
+def _unquoted(message: str, path: str, fmt: str) -> str:
+    """A trace reader's message without the file's contents: where, and what it expected."""
+    where = re.match(r"^(.*?:\d+):", message)
+    label = TRACE_FORMATS.get(fmt, fmt)
+    if where:
+        line = where.group(1).rsplit(":", 1)[1]
+        return f"trace file: line {line} of {path} is not a line of a {label} file"
+    if "empty" in message:
+        return f"trace file: {path} is empty"
+    return f"trace file: {path} cannot be read as a {label} file"
 
 
 def seams_ms(outcome: Outcome, until_ms: int) -> np.ndarray:

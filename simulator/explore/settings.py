@@ -11,7 +11,7 @@ registry, so an algorithm registered later appears with no edit here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from simulator.algorithms import ALGORITHMS
@@ -26,7 +26,15 @@ from simulator.engine.scenario import (
     Scenario,
 )
 
-__all__ = ["Traffic", "Settings", "BACKENDS", "TRACE_FORMATS", "scenario_for", "expected_requests"]
+__all__ = [
+    "Traffic",
+    "Settings",
+    "BACKENDS",
+    "TRACE_FORMATS",
+    "scenario_for",
+    "expected_requests",
+    "with_limit",
+]
 
 #: The backends the explorer offers: the fake server on the virtual clock, and the embedded
 #: Valkey (only for algorithms that take the time from their arguments).
@@ -95,7 +103,8 @@ class Settings:
     (a mix of clients for ``duration_s``, or a trace file), the seed and the backend.
 
     ``params`` maps an algorithm's name to its own parameters (those not given take their
-    defaults from the limit and the window).
+    defaults from the limit and the window). Of a trace, the requests from ``trace_from_s``
+    seconds after its first one are run, for ``trace_span_s`` seconds (0: to its end).
     """
 
     algorithms: tuple[str, ...] = field(default_factory=_every_algorithm)
@@ -107,6 +116,8 @@ class Settings:
     seed: int = 1
     trace: str | None = None
     trace_format: str = "csv"
+    trace_from_s: float = 0.0
+    trace_span_s: float = 0.0
     backend: str = "fakeredis"
 
     def __post_init__(self) -> None:
@@ -120,6 +131,8 @@ class Settings:
         check_number("Settings", "window_s", self.window_s, positive=True)
         check_number("Settings", "duration_s", self.duration_s, positive=True)
         check_int("Settings", "seed", self.seed, 0)
+        check_number("Settings", "trace_from_s", self.trace_from_s)
+        check_number("Settings", "trace_span_s", self.trace_span_s)
         if self.backend not in BACKENDS:
             raise ConfigError(
                 f"Settings.backend: unknown {self.backend!r}; known: {', '.join(BACKENDS)}"
@@ -137,6 +150,23 @@ class Settings:
         """The parameters given for ``algorithm`` that it declares (others are ignored)."""
         declared = {p.name for p in ALGORITHMS[algorithm].params_declared}
         return {k: v for k, v in self.params.get(algorithm, {}).items() if k in declared}
+
+
+def with_limit(settings: Settings, limit: int) -> Settings:
+    """``settings`` at another limit, as the controls would show it: each parameter still at
+    its default (from the limit and the window) takes the new limit's default."""
+    params: dict[str, dict[str, float]] = {}
+    for name, given in settings.params.items():
+        declared = (
+            {p.name: p for p in ALGORITHMS[name].params_declared} if name in ALGORITHMS else {}
+        )
+        moved = dict(given)
+        for param, value in given.items():
+            p = declared.get(param)
+            if p is not None and value == p.default(settings.limit, settings.window_ms):
+                moved[param] = p.default(limit, settings.window_ms)
+        params[name] = moved
+    return replace(settings, limit=limit, params=params)
 
 
 def scenario_for(settings: Settings, algorithm: str) -> Scenario:
