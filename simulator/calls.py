@@ -17,18 +17,30 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, overload
 
-__all__ = ["Script", "script", "Call", "Fields", "Batch"]
+__all__ = ["Script", "script", "native", "Call", "Fields", "Batch"]
 
 
 @dataclass(frozen=True)
 class Script:
-    """A Lua script by name, with its source and the SHA1 a server knows it by."""
+    """A Lua script by name, with its source and the SHA1 a server knows it by; or, with a
+    ``command``, the server's own command standing where a script would (see :func:`native`)."""
 
     name: str
     source: str
     sha: str
+    #: The server command sent in place of ``EVALSHA`` ("" for a Lua script).
+    command: str = ""
+
+
+@cache
+def native(command: str) -> Script:
+    """The server's own ``command`` (Redis 8.8's ``INCREX``) standing where a script would: a
+    call is ``command *keys *args`` instead of ``EVALSHA``; no source, nothing to load. An
+    algorithm whose call is such a command names it in ``Limiter.commands``."""
+    return Script(command.lower(), "", "", command.upper())
 
 
 def script(name: str, source: str) -> Script:

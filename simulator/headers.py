@@ -12,7 +12,14 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["http_headers", "HEADER_STYLES", "MAX_FIELD_INTEGER", "policy_fields", "check_policy"]
+__all__ = [
+    "http_headers",
+    "HEADER_STYLES",
+    "MAX_FIELD_INTEGER",
+    "policy_fields",
+    "check_policy",
+    "several_policies",
+]
 
 
 #: Which header fields :func:`http_headers` gives: the IETF draft's, the legacy trio, or both.
@@ -124,3 +131,21 @@ def http_headers(
     if not allowed and retry >= 0:
         headers["Retry-After"] = str(_seconds(retry))
     return headers
+
+
+def several_policies(row: Any, policies: Any) -> dict[str, str]:
+    """The draft's fields for a decision under several policies at once: every policy in
+    ``RateLimit-Policy`` (``"name";q=Q;w=W``, in the order given), the binding one in
+    ``RateLimit`` and ``Retry-After``. ``policies`` are ``(name, limit, window_ms)``; the binding
+    one is the first whose limit is the decision's."""
+    binding = next((n for n, q, _ in policies if q == int(row.limit)), policies[0][0])
+    own = http_headers(row, "draft", policy=binding)
+    items = []
+    for name, q, window_ms in policies:
+        _, w = policy_fields(q, window_ms)
+        items.append('"' + name.replace("\\", "\\\\").replace('"', '\\"') + f'";q={q};w={w}')
+    out = {"RateLimit-Policy": ", ".join(items)}
+    for field in ("RateLimit", "Retry-After"):
+        if field in own:
+            out[field] = own[field]
+    return out

@@ -113,3 +113,20 @@ def test_a_bucket_lets_burst_plus_rate_into_one_window_on_the_lua_path(name):
     small = BurstThenRate("r", 60_000, 10, 100, at_ms=60_000)
     assert confirm_on_lua(name, small, 100, 60_000, {"burst": 10})[0] == 109
     assert peak_admitted(name, small.bursts(), 100, 60_000, {"burst": 10})[0] == 109
+
+
+@given(seed=st.integers(0, 2**16), steps=st.integers(1, 40))
+@settings(max_examples=30, deadline=None)
+def test_every_mutation_and_crossover_keeps_a_schedule_in_the_horizon_and_the_caps(seed, steps):
+    from simulator.studies.adversary import SearchConfig, _Breeder
+
+    c = SearchConfig(limit=10, window_ms=1000, max_bursts=4, horizon_windows=3, seed=seed)
+    breeder = _Breeder("fixed_window", c, None)
+    one, other = breeder.random_one(), breeder.random_one()
+    for _ in range(steps):
+        one, other = breeder.mutate(one), breeder.crossover(one, other)
+        for schedule in (one, other):
+            times = [t for t, _ in schedule]
+            assert 1 <= len(schedule) <= c.max_bursts
+            assert times == sorted(set(times)) and 0 <= times[0] and times[-1] < 3000
+            assert all(1 <= n <= 2 * c.limit for _, n in schedule)

@@ -39,7 +39,10 @@ def _requests(seed: int, n: int = 60, costs: bool = False):
 
 
 def _hiredis(calls) -> bytes:
-    return b"".join(hiredis.pack_command(("EVALSHA", s.sha, len(k), *k, *a)) for s, k, a in calls)
+    def words(s, k, a):  # a script's EVALSHA, or the server's own command (INCREX)
+        return (s.command, *k, *a) if s.command else ("EVALSHA", s.sha, len(k), *k, *a)
+
+    return b"".join(hiredis.pack_command(words(s, k, a)) for s, k, a in calls)
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))

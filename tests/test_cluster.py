@@ -59,6 +59,8 @@ def test_every_script_runs_in_one_slot(backend, client, now_ms):
         limiter = cls(backend, 3, 1000)
         script, keys, args = limiter.call(client, now_ms)
         assert len(slots(keys)) == 1, (name, keys)
+        if cls.commands:  # the server's own command (INCREX): Valkey 9.1 has none
+            continue
         decision = limiter.decide(client, now_ms)
         assert decision.limit == 3
     ttl = EchoMQ(backend, 3, 1000).rate_limit_ttl(client, now_ms)  # the echomq_ttl script

@@ -535,3 +535,25 @@ def test_a_users_script_is_a_candidate_and_one_without_retry_after_says_nothing_
     assert row["refused"] > 0 and row["refused_never"] == 0
     assert np.isnan(row["retry_after_p99_s"]) and np.isnan(row["bytes_per_active_client"])
     assert "can never pass" not in done.stdout
+
+
+def test_listeners_hear_every_request_read_every_task_and_every_row_the_baseline_first():
+    from simulator.comparison import Listeners
+
+    trace = small_trace(400)
+    read: list[int] = []
+    tasks: list[str] = []
+    rows: list[dict] = []
+    base, others = "sliding_log:limit=5,window=2", ["fixed_window:limit=5,window=2"]
+    card, _ = compare(
+        trace,
+        base,
+        others,
+        shards=2,
+        listeners=Listeners(read.append, lambda p: tasks.append(p.candidate), rows.append),
+    )
+    assert sum(read) == len(trace)
+    assert sorted(Counter(tasks).values()) == [2, 2]  # each configuration, once per shard
+    assert [r["candidate"] for r in rows] == card["candidate"].tolist()
+    assert rows[0]["role"] == "baseline"
+    pd.testing.assert_frame_equal(pd.DataFrame(rows, columns=list(SCORE_COLUMNS)), card)

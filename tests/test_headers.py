@@ -59,6 +59,32 @@ CASES = [
     # full bucket is 8.5 s away; t follows the sooner
     ("token_bucket", [0, 0, 1500], [(1, 5, None), (0, 10, None), (0, 4, "4")]),
     ("gcra", [0, 0, 1500], [(1, 5, None), (0, 10, None), (0, 4, "4")]),
+    # refusals count: at 9999 the counter is 3, so the next window starts with 3 x 1 to fade
+    # below 2: 1 ms to the seam plus 3334 ms of fading, t and Retry-After 4; at 10000 the
+    # refused hit makes the new window's counter 1 and 6668 ms of fading are left
+    (
+        "sliding_counter_all",
+        [0, 0, 9999, 10_000],
+        [(1, 10, None), (0, 11, None), (0, 4, "4"), (0, 7, "7")],
+    ),
+    # INCREX's reply says nothing of the window's end: no t when admitted, and a refusal's
+    # retry is the whole window, the longest wait there can be
+    (
+        "increx",
+        [0, 0, 9999, 10_000],
+        [(1, None, None), (0, None, None), (0, 10, "10"), (0, 10, "10")],
+    ),
+    (
+        "increx_grid",
+        [0, 0, 9999, 10_000],
+        [(1, None, None), (0, None, None), (0, 10, "10"), (1, None, None)],
+    ),
+    # the long policy (10 per 100 s by default) has room throughout: the short one binds
+    (
+        "multi_policy",
+        [0, 0, 9999, 10_000],
+        [(1, 10, None), (0, 10, None), (0, 1, "1"), (1, 10, None)],
+    ),
 ]
 
 
@@ -66,7 +92,8 @@ CASES = [
 def test_draft_fields_worked_by_hand(name, times, expected):
     got = [_draft(name, d) for d in _decisions(name, times)]
     policy = f'"{name}";q=2;w=10'  # the buckets: 2 tokens take the 10 s of the rate to refill
-    assert got == [(policy, f'"{name}";r={r};t={t}', ra) for r, t, ra in expected]
+    until = {t: "" if t is None else f";t={t}" for _, t, _ in expected}
+    assert got == [(policy, f'"{name}";r={r}{until[t]}', ra) for r, t, ra in expected]
 
 
 def test_every_algorithm_has_a_worked_case():
@@ -241,6 +268,10 @@ REFUSED_WITH_ROOM = [
     ("sliding_counter", 3, 2),
     ("gcra", 3, 2),
     ("token_bucket", 3, 2),
+    ("sliding_counter_all", 4, 2),  # counts what it refuses: asked for more than it ever admits
+    ("increx", 3, 2),
+    ("increx_grid", 3, 2),
+    ("multi_policy", 3, 2),
 ]
 
 

@@ -247,3 +247,15 @@ def test_the_cyclic_collector_is_off_for_the_run_and_back_after_it_also_on_error
         assert not gc.isenabled()  # a caller who had it off finds it off
     finally:
         gc.enable()
+
+
+def test_a_crowd_of_users_bursts_alike_each_decided_as_one_user_is():
+    from simulator.engine.run import Crowd
+
+    one = boundary_burst("sliding_counter", 10, 1.0, 0.5, 1.5)
+    crowd = boundary_burst("sliding_counter", 10, 1.0, 0.5, 1.5, crowd=Crowd(users=3))
+    assert sorted(crowd["client"].unique()) == ["user0", "user1", "user2"]
+    for _, rows in crowd.groupby("client"):
+        assert rows["allowed"].tolist() == one["allowed"].tolist()
+    with pytest.raises(ConfigError, match="users"):
+        boundary_burst("sliding_counter", crowd=Crowd(users=0))

@@ -294,3 +294,19 @@ def test_bench_section_prints_figures(capsys):
     figures = bench_telemetry(100)
     assert {"empty_ns", "guard_ns", "noop_ns"} <= set(figures)
     assert "ratio" in capsys.readouterr().out
+
+
+def test_every_limiter_but_local_shares_one_budget_and_the_frames_speak_the_enums():
+    from simulator.studies.queue_floor import SHARED_BUDGETS, Action, Outcome
+    from simulator.studies.queue_scenario import LIMITERS
+
+    assert set(SHARED_BUDGETS) | {"local"} == set(LIMITERS)
+    busy = QueueScenario(
+        rooms=(Room("a", 30.0), Room("b", 5.0)), duration_ms=5000, drain_ms=2000, stale_after_ms=500
+    )
+    for scenario in (busy, replace(busy, limiter="split", crash_at_ms=2000, stale_after_ms=None)):
+        r = run(scenario)
+        assert set(r.jobs["outcome"]) <= {o.value for o in Outcome}
+        assert set(r.dequeues["action"]) <= {a.value for a in Action}
+    assert {"admit", "defer_ttl", "drop"} <= set(run(busy).dequeues["action"])
+    assert "lost" in set(r.jobs["outcome"]) and "lost" in set(r.dequeues["action"])

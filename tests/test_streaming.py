@@ -337,3 +337,24 @@ def test_sweeping_expired_keys_changes_no_decision(monkeypatch, tmp_path, algori
         monkeypatch.setattr(playback, "SWEEP_DECISIONS", every)
         frames.append(replay(trace, algorithm, 3, 40))
     assert frames[0].equals(frames[1])
+
+
+def test_a_streamed_replay_that_loses_its_server_names_the_total_it_was_given():
+    from simulator.backends import BackendError, FakeRedisBackend
+    from simulator.playback.run import Streaming, replay_requests
+
+    class GoesAway(FakeRedisBackend):
+        """A fake server that answers the first batch and is gone before the second."""
+
+        def stream(self, batches, depth=2):
+            replies = super().stream(batches, depth)
+            yield next(replies)
+            raise BackendError("the server went away")
+
+    requests = traces.Requests(range(10), list(range(10)), ["a"] * 10)
+    for streaming, said in [
+        (Streaming(), "after 1 decisions"),
+        (Streaming(total=10), "after 1 of 10 decisions"),
+    ]:
+        with pytest.raises(BackendError, match=said):
+            replay_requests([requests], "fixed_window", 5, 1000, GoesAway(), streaming=streaming)

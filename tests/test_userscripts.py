@@ -328,3 +328,58 @@ def test_the_docs_count_the_traces_the_check_plays():
     assert f"It plays {len(battery())} traces" in text
     assert f"{len(battery()) + 1} with the costly requests" in text
     assert COST_TRACE.name in text
+
+
+GOOD = 'keys = ["k:{client}"]\nargv = ["now_ms"]\n'
+
+
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        ('bogus = 1\nkeys = []\nargv = ["x"]', "unknown field 'bogus'"),
+        ('keys = []\nargv = ["x"]\nreply = 3', "keys must name at least one key"),
+        ('keys = ["k:{who}"]\nargv = ["x"]', "keys[1] 'k:{who}': unknown field {who}"),
+        ('keys = ["k"]\nargv = ["x"]', "keys[1] 'k' lies outside the client's hash tag"),
+        ('keys = ["k:{client}}"]\nargv = ["x"]', "a stray brace"),
+        ('keys = ["k:{client}"]\nargv = ["now_ms", "x"]\nreply = 3', "argv[2] 'x' is not in"),
+        (GOOD + "reply = 3\nlabel = 4", "reply must be a table"),
+        (GOOD + 'reply = { allowed = 1, reset_unit = "h" }\nlabel = 4', "reply.reset_unit must be"),
+        (GOOD + "reply = { allowed = 0 }\nlabel = 4", "reply.allowed must be the element's"),
+        (GOOD + "reply = { allowed = 1, left = 2 }", "reply.left: unknown"),
+        (GOOD + "reply = { count = 2 }\nlabel = 4", "reply.allowed is required"),
+        (GOOD + "reply = { allowed = 1 }\nlabel = 4\nserver_time = 1", "label must be a string"),
+        (GOOD + "reply = { allowed = 1 }\nserver_time = 1", "server_time must be true or false"),
+    ],
+)
+def test_a_declaration_wrong_in_several_sections_is_refused_for_the_first(tmp_path, toml, needle):
+    from simulator.userscripts.declaration import DeclarationError, read_declaration
+
+    script, declaration = tmp_path / "s.lua", tmp_path / "s.toml"
+    declaration.write_text(toml)
+    with pytest.raises(DeclarationError) as refused:
+        read_declaration(script, "return 1", declaration)
+    assert str(refused.value).startswith(f"{declaration}: ") and needle in str(refused.value)
+
+
+def test_every_section_of_a_declaration_lands_in_its_field(tmp_path):
+    from simulator.userscripts.declaration import Declaration, read_declaration
+
+    source = """--[[ ratelimit
+    keys = ["a:{client}:{window}", "b:{client}:{window-1}"]
+    argv = ["now_ms", "limit", "cost"]
+    reply = { allowed = 2, retry_after = 3, retry_after_unit = "s", reset = 4 }
+    label = "Mine"
+    server_time = true
+    ]]
+    return 1"""
+    script = tmp_path / "mine.lua"
+    assert read_declaration(script, source) == Declaration(
+        script,
+        ("a:{client}:{window}", "b:{client}:{window-1}"),
+        ("now_ms", "limit", "cost"),
+        {"allowed": 2, "retry_after": 3, "reset": 4},
+        "ms",
+        "s",
+        "Mine",
+        True,
+    )

@@ -19,7 +19,10 @@ from simulator.algorithms.base import BulkKernel, Limiter, Param, Reference
 from simulator.algorithms.echomq import EchoMQ, EchoMQRef, echomq_keys
 from simulator.algorithms.fixed_window import FixedWindow, FixedWindowRef
 from simulator.algorithms.gcra import GCRA, GCRARef
+from simulator.algorithms.increx import IncrexFirstHit, IncrexFirstHitRef, IncrexGrid, IncrexGridRef
+from simulator.algorithms.multi_policy import MultiPolicy, MultiPolicyRef
 from simulator.algorithms.sliding_counter import SlidingCounter, SlidingCounterRef
+from simulator.algorithms.sliding_counter_all import SlidingCounterAll, SlidingCounterAllRef
 from simulator.algorithms.sliding_log import SlidingLog, SlidingLogRef
 from simulator.algorithms.token_bucket import TokenBucket, TokenBucketRef
 
@@ -36,20 +39,33 @@ __all__ = [
     "SlidingCounter",
     "TokenBucket",
     "GCRA",
+    "SlidingCounterAll",
+    "IncrexFirstHit",
+    "IncrexGrid",
+    "MultiPolicy",
     "FixedWindowRef",
     "EchoMQRef",
     "SlidingLogRef",
     "SlidingCounterRef",
     "TokenBucketRef",
     "GCRARef",
+    "SlidingCounterAllRef",
+    "IncrexFirstHitRef",
+    "IncrexGridRef",
+    "MultiPolicyRef",
     "BulkKernel",
     "echomq_keys",
     "script_names",
+    "command_names",
 ]
 
 #: Every algorithm, in the order charts and tables show them.
 ALGORITHMS: dict[str, type[Limiter]] = {
-    cls.name: cls for cls in (FixedWindow, EchoMQ, SlidingLog, SlidingCounter, TokenBucket, GCRA)
+    cls.name: cls
+    for cls in (
+        *(FixedWindow, EchoMQ, SlidingLog, SlidingCounter, TokenBucket, GCRA),
+        *(SlidingCounterAll, IncrexFirstHit, IncrexGrid, MultiPolicy),
+    )
 }
 
 
@@ -81,3 +97,8 @@ BULK: Mapping[str, BulkKernel] = _View("bulk")
 def script_names() -> tuple[str, ...]:
     """Every script the registered algorithms run, each once."""
     return tuple(dict.fromkeys(s for cls in ALGORITHMS.values() for s in cls.scripts))
+
+
+def command_names(algorithm: str) -> tuple[str, ...]:
+    """The server commands an algorithm's calls are, where they are not scripts (INCREX)."""
+    return ALGORITHMS[algorithm].commands

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from simulator.algorithms.scripts import load
-from simulator.calls import Batch, Call, Fields, Script
+from simulator.calls import Batch, Call, Fields, Script, native
 from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int, check_number
 from simulator.keys import hash_tag
 from simulator.records import Decision, DecisionColumns
@@ -180,7 +180,12 @@ class Limiter:
     #: One colour per algorithm, on every chart.
     colour: ClassVar[str]
     #: Its Lua scripts by file name; the first one decides.
-    scripts: ClassVar[tuple[str, ...]]
+    scripts: ClassVar[tuple[str, ...]] = ()
+    #: For an algorithm whose call is the server's own command instead of a script (Redis
+    #: 8.8's ``INCREX``): those commands, the first one deciding; ``scripts`` is then empty,
+    #: :meth:`call` hands a :func:`~simulator.calls.native` in place of a script, and a run on
+    #: a server without them says so (:meth:`~simulator.backends.base.Backend.lacks`).
+    commands: ClassVar[tuple[str, ...]] = ()
     #: True when decisions depend on the server's own clock (the key's TTL is the window).
     uses_server_time: ClassVar[bool] = False
     #: The pure-Python twin, request by request.
@@ -206,9 +211,17 @@ class Limiter:
             type(self).__name__, self.params_declared, params, self.limit, self.window_ms
         )
         self.backend = backend
-        self.script: Script = load(self.scripts[0])
+        self.script: Script = load(self.scripts[0]) if self.scripts else native(self.commands[0])
         if backend is not None:
             backend.preload(load(name) for name in self.scripts)
+
+    @classmethod
+    def header_policies(
+        cls, limit: int, window_ms: int, params: Mapping[str, float]
+    ) -> tuple[tuple[str, int, int], ...]:
+        """Several policies behind one decision, as ``(name, limit, window_ms)`` for the header
+        fields (:func:`~simulator.headers.several_policies`); empty (the default) for one policy."""
+        return ()
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         raise NotImplementedError

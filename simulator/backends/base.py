@@ -116,8 +116,23 @@ class Backend:
                     ) from exc
                 loaded.add(script.sha)
 
+    def lacks(self, command: str, probe: Sequence[Any] = ()) -> bool:
+        """True when the server has no such command. Asked with ``probe`` as arguments (by
+        default none), which a server that has it must refuse without touching a key ("wrong
+        number of arguments", "invalid expire time"); one that has it not says "unknown
+        command"."""
+        try:
+            self.client.execute_command(command, *probe)
+        except redis.exceptions.ResponseError as exc:
+            return "unknown command" in str(exc).lower()
+        except _SERVER_ERRORS as exc:
+            raise BackendError(f"backend {self.name} failed: {exc}") from exc
+        return False
+
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         try:
+            if script.command:  # the server's own command, no script (see calls.native)
+                return self.client.execute_command(script.command, *keys, *args)
             return self.client.evalsha(script.sha, len(keys), *keys, *args)
         except redis.exceptions.NoScriptError:
             self.client.script_load(script.source)

@@ -70,6 +70,7 @@ __all__ = [
     "interrupt_scripts",
     "resume_scripts",
     "DirectCalls",
+    "counted_commands",
 ]
 
 FAKEREDIS_VERSION = "2.41.0"
@@ -393,6 +394,29 @@ def plain_scripts() -> Iterator[None]:
         yield
     finally:
         _repaired[0] = was
+
+
+class _Count:
+    """How many commands the fake server ran (``redis.call`` inside a script included)."""
+
+    commands = 0
+
+
+@contextlib.contextmanager
+def counted_commands() -> Iterator[_Count]:
+    """Count every command the fake server runs inside the block, those a script calls with
+    ``redis.call`` as well as the script call itself (``count.commands``)."""
+    count, plain = _Count(), _base.BaseFakeSocket._run_command
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        count.commands += 1
+        return plain(self, *args, **kwargs)
+
+    _base.BaseFakeSocket._run_command = run  # type: ignore[method-assign]
+    try:
+        yield count
+    finally:
+        _base.BaseFakeSocket._run_command = plain  # type: ignore[method-assign]
 
 
 def _install() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import redis
 from redis._parsers.base import BaseParser
 
-from simulator.calls import Batch, Call
+from simulator.calls import Batch, Call, Script
 
 hiredis: Any
 _pack_command: Any
@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - hiredis is a declared dependency
     hiredis = None
     _pack_command = None
 
-__all__ = ["pack_fields", "pack_batch", "pack", "send", "read", "Replies"]
+__all__ = ["pack_command_fields", "pack_fields", "pack_batch", "pack", "send", "read", "Replies"]
 
 
 def _bulk(field: object) -> str:
@@ -50,13 +50,21 @@ def pack_fields(sha: str, numkeys: int, fields: Sequence[str | list[str]]) -> by
     Every field must be ASCII (keys are: client ids are percent-encoded into their hash tag),
     so that a length in characters is its length in bytes; anything else raises.
     """
+    return _pack_template(("EVALSHA", sha, str(numkeys)), fields, "pack_fields")
+
+
+def pack_command_fields(command: str, fields: Sequence[str | list[str]]) -> bytes:
+    """``command *fields`` for a batch of calls of the server's own command (INCREX), as
+    :func:`pack_fields` packs a script's."""
+    return _pack_template((command,), fields, "pack_command_fields")
+
+
+def _pack_template(head: Sequence[str], fields: Sequence[str | list[str]], who: str) -> bytes:
     columns = [f for f in fields if isinstance(f, list)]
     if not columns:
-        raise ValueError("pack_fields: at least one field must vary from call to call")
+        raise ValueError(f"{who}: at least one field must vary from call to call")
     # One %-format per call: the constant fields are in the template (a literal % doubled).
-    template = f"*{3 + len(fields)}\r\n$7\r\nEVALSHA\r\n{_bulk(sha)}{_bulk(numkeys)}".replace(
-        "%", "%%"
-    )
+    template = (f"*{len(head) + len(fields)}\r\n" + "".join(map(_bulk, head))).replace("%", "%%")
     for field in fields:
         template += "$%d\r\n%s\r\n" if isinstance(field, list) else _bulk(field).replace("%", "%%")
     if len(columns) == 1:
@@ -72,6 +80,8 @@ def pack_fields(sha: str, numkeys: int, fields: Sequence[str | list[str]]) -> by
 def pack_batch(batch: Batch) -> bytes:
     """The bytes of a :class:`~simulator.calls.Batch`, packed from its fields' template."""
     numkeys, fields = batch.fields()
+    if batch.script.command:  # the server's own command: no SHA, no count of keys
+        return pack_command_fields(batch.script.command, fields)
     return pack_fields(batch.script.sha, numkeys, fields)
 
 
@@ -80,9 +90,16 @@ def pack(conn: Any, calls: Sequence[Call]) -> list[bytes]:
     if isinstance(calls, Batch):
         return [pack_batch(calls)]
     if _pack_command is not None:
-        packed = [_pack_command(("EVALSHA", s.sha, len(k), *k, *a)) for s, k, a in calls]
+        packed = [_pack_command(_words(s, k, a)) for s, k, a in calls]
         return [b"".join(packed)]
-    return list(conn.pack_commands([("EVALSHA", s.sha, len(k), *k, *a) for s, k, a in calls]))
+    return list(conn.pack_commands([_words(s, k, a) for s, k, a in calls]))
+
+
+def _words(script: Script, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, ...]:
+    """One call as the words of its command: ``EVALSHA``, or the server's own command."""
+    if script.command:
+        return (script.command, *keys, *args)
+    return ("EVALSHA", script.sha, len(keys), *keys, *args)
 
 
 def send(conn: Any, calls: Sequence[Call]) -> None:

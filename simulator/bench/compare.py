@@ -33,7 +33,7 @@ CANDIDATES = (
 _CHILD = """
 import json, sys, time
 from simulator.bench.compare import BASELINE, CANDIDATES
-from simulator.comparison import compare
+from simulator.comparison import Listeners, compare
 from simulator.comparison.score import _peak_rss_kb
 
 path, workers, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -44,7 +44,8 @@ if workers:
         client.wait_for_workers(workers)
         start = time.perf_counter()
         score, _ = compare(path, BASELINE, list(CANDIDATES), fmt="clf", shards=workers,
-                           scheduler=client, on_task=lambda p: workers_kb.append(p.peak_rss_kb))
+                           scheduler=client,
+                           listeners=Listeners(on_task=lambda p: workers_kb.append(p.peak_rss_kb)))
         wall = time.perf_counter() - start
 else:
     start = time.perf_counter()

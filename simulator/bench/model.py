@@ -68,7 +68,7 @@ def bench_model(
         f"server); simulate() end to end, frame included; the fastest of {REPEAT} turns; "
         f"goal {GOAL_PER_S:,}/s"
     )
-    out(f"{'algorithm':<16} {'decisions':>10} {'decisions/s':>12} {'of goal':>8}")
+    out(f"{'algorithm':<20} {'decisions':>10} {'decisions/s':>12} {'of goal':>8}")
     rows: list[dict[str, object]] = []
     for algorithm, cls in ALGORITHMS.items():
         with registered(algorithm, in_python(cls)):
@@ -78,5 +78,5 @@ def bench_model(
         made = len(frame)  # type: ignore[arg-type]
         rate = made / elapsed
         rows.append({"algorithm": algorithm, "decisions": made, "decisions_per_s": rate})
-        out(f"{algorithm:<16} {made:>10,} {rate:>12,.0f} {rate / GOAL_PER_S:>7.2f}x")
+        out(f"{algorithm:<20} {made:>10,} {rate:>12,.0f} {rate / GOAL_PER_S:>7.2f}x")
     return rows

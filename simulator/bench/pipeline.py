@@ -104,7 +104,7 @@ def bench_pipeline(
         "time; client = this process's CPU time per decision"
     )
     out(
-        f"{'algorithm':<16} {'decisions/s':>12} {'busy':>5} {'waits':>6} {'idle':>5} "
+        f"{'algorithm':<20} {'decisions/s':>12} {'busy':>5} {'waits':>6} {'idle':>5} "
         f"{'saturated/s':>12} {'of saturated':>13} {'client':>7}  {'generic/s':>10} "
         f"{'client':>7}  same"
     )
@@ -142,7 +142,7 @@ def bench_pipeline(
                 }
             )
             out(
-                f"{algorithm:<16} {rate:>12,.0f} {busy:>5.2f} {waits:>6.2f} "
+                f"{algorithm:<20} {rate:>12,.0f} {busy:>5.2f} {waits:>6.2f} "
                 f"{max(0.0, 1 - busy - waits):>5.2f} {saturated:>12,.0f} {rate / saturated:>13.2f} "
                 f"{us:>5.2f}µs  {n / old_s:>10,.0f} {old_us:>5.2f}µs  {'yes' if same else 'NO'}"
             )

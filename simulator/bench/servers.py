@@ -86,7 +86,7 @@ def bench_servers(
         f"best of {REPEAT}; pipelines of {PIPELINE_CALLS} calls"
     )
     out(
-        f"{'algorithm':<16} {'one round trip/s':>17} {'pipelined/s':>12} {'limits/s':>9} "
+        f"{'algorithm':<20} {'one round trip/s':>17} {'pipelined/s':>12} {'limits/s':>9} "
         f"{'pipelined/1rt':>14} {'pipelined/limits':>17}  same decisions"
     )
     rows: list[dict[str, float]] = []
@@ -122,7 +122,7 @@ def bench_servers(
                 else f"NO ({sum(a != b for a, b in zip(ours, theirs, strict=True))} differ)"
             )
             out(
-                f"{algorithm:<16} {one:>17,.0f} {piped:>12,.0f} {lim:>9,.0f} "
+                f"{algorithm:<20} {one:>17,.0f} {piped:>12,.0f} {lim:>9,.0f} "
                 f"{piped / one:>13.1f}x {piped / lim:>16.1f}x  {verdict} "
                 f"({sum(ours)} of {decisions} admitted; limits: {strategy})"
             )

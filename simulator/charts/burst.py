@@ -80,7 +80,7 @@ def boundary_burst_figure(
     fig.suptitle(_title(frame, curve, limit, window_ms, first_s, second_s), fontsize=11)
     # a little more than tight_layout's own room under the two-line title, so that no font or
     # renderer puts its second line onto the first row's panel titles
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.15 / fig.get_figheight()))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
     return fig
 
 

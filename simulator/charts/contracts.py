@@ -78,5 +78,6 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
         "exact log,\nand buckets with burst = limit let one client have up to 2x the limit in a window",
         fontsize=11,
     )
-    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    rows = -(-len(labels) // 4)  # the legend's rows under the axes, about 0.2 in each
+    fig.tight_layout(rect=(0, min(0.4, (0.2 * rows + 0.02) / fig.get_figheight()), 1, 1))
     return fig

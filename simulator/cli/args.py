@@ -34,6 +34,7 @@ __all__ = [
     "backend_spec",
     "add_backend_options",
     "print_time_notes",
+    "without_commands",
     "add_param_option",
     "params_for",
     "scheduler_address",
@@ -247,6 +248,31 @@ def print_time_notes(algorithms: Sequence[str], backend: Any) -> None:
     if not backend.virtual_time:
         for algorithm in algorithms:
             print(time_note(ALGORITHMS[algorithm], backend), file=sys.stderr)
+
+
+def without_commands(algorithms: Sequence[str], backend: Any) -> tuple[list[str], str | None]:
+    """The algorithms whose call is a server command this server lacks (INCREX before Redis
+    8.8, on Valkey 9.1), and the one line that says so (None when every one can run)."""
+    missing: dict[str, list[str]] = {}
+    known: dict[str, bool] = {}
+    for algorithm in algorithms:
+        for command in ALGORITHMS[algorithm].commands:
+            if command not in known:
+                # PX 0 is refused before any key is touched where the command exists
+                probe = ("rl:probe:{increx}", "PX", "0") if command == "INCREX" else ()
+                known[command] = backend.lacks(command, probe)
+            if known[command]:
+                missing.setdefault(command, []).append(algorithm)
+                break
+    if not missing:
+        return [], None
+    skipped = [a for names in missing.values() for a in names]
+    what = ", ".join(sorted(missing))
+    line = (
+        f"{', '.join(skipped)}: not run, {backend.name} has no {what} (Redis 8.8's bounded "
+        "increment; fakeredis, the default backend, has it)"
+    )
+    return skipped, line
 
 
 def _param(text: str) -> tuple[str, float]:

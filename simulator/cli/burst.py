@@ -21,6 +21,7 @@ from simulator.cli.args import (
     params_for,
     print_time_notes,
     second_of_run,
+    without_commands,
 )
 
 __all__ = ["register", "cmd_burst", "most_requests"]
@@ -62,7 +63,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
     from simulator.cli.runs import open_backend, stop_between_calls
     from simulator.engine.own_keys import leftover_keys, run_keys
     from simulator.engine.realtime import needs_real_time
-    from simulator.engine.run import boundary_burst
+    from simulator.engine.run import Crowd, boundary_burst
     from simulator.metrics import burst_summary
 
     _check_size(args)
@@ -101,9 +102,12 @@ def cmd_burst(args: argparse.Namespace) -> int:
     if clash is not None:  # refused alike on every backend, before a server is started
         raise UsageError(f"burst: {clash}")
     with open_backend(args.backend) as backend, _cluster(args, sharded) as client:
-        print_time_notes(list(ALGORITHMS), backend)
+        lacking, lacking_line = without_commands(list(ALGORITHMS), backend)
+        print_time_notes([a for a in ALGORITHMS if a not in lacking], backend)
         chosen = []
         for a in ALGORITHMS:
+            if a in lacking:
+                continue
             if needs_real_time(backend, ALGORITHMS[a]) and span_s > args.max_realtime:
                 skipped.append(a)
             else:
@@ -132,9 +136,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
                         args.per_burst,
                         None if backend.virtual_time else backend,  # a fresh fake server each
                         params[a],
-                        users=args.users,
-                        shards=args.shards,
-                        scheduler=client,
+                        Crowd(args.users, args.shards, client),
                     )
                 )
     summary = burst_summary(
@@ -146,17 +148,21 @@ def cmd_burst(args: argparse.Namespace) -> int:
         f"{n} requests at second {args.first:g} and {n} at second {args.second:g}{who}; "
         f"limit {args.limit} per {args.window:g} s"
     )
+    width = max(16, *map(len, ALGORITHMS))
     print(
-        f"{'algorithm':<16} {'admitted':>9} {'most in any ' + format(args.window, 'g') + ' s':>18}"
+        f"{'algorithm':<{width}} {'admitted':>9} "
+        f"{'most in any ' + format(args.window, 'g') + ' s':>18}"
     )
     for algorithm, row in summary.iterrows():
         print(
-            f"{algorithm:<16} {int(row['admitted']):>5} of {int(row['requests']):<3}"
+            f"{algorithm:<{width}} {int(row['admitted']):>5} of {int(row['requests']):<3}"
             f"{int(row['max_in_window']):>14}  ({row['ratio_to_limit']:.2f}x limit)"
         )
+    if lacking_line is not None:
+        print(lacking_line)
     for algorithm in skipped:
         print(
-            f"{algorithm:<16} skipped: on {args.backend} it runs on real time and this burst "
+            f"{algorithm:<{width}} skipped: on {args.backend} it runs on real time and this burst "
             f"lasts {span_s:g} s (over --max-realtime {args.max_realtime:g}); try "
             f"--window 0.5 --first 0.45 --second 0.55, or raise --max-realtime"
         )

@@ -116,7 +116,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from simulator.cli.runs import OutputError, check_output, open_backend, sigterm_interrupts
-    from simulator.comparison import compare, load_candidates, parse_spec
+    from simulator.comparison import Listeners, compare, load_candidates, parse_spec
     from simulator.comparison.spec import resolve_candidates
 
     baseline = parse_spec(args.baseline, what="--baseline")
@@ -158,9 +158,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     shards=args.shards,
                     scheduler=args.scheduler,
                     backend=real,
-                    on_progress=bar.update,
-                    on_task=on_task,
-                    on_row=finished.append,
+                    listeners=Listeners(bar.update, on_task, finished.append),
                 )
     except BaseException:  # Ctrl-C, SIGTERM, a failed server or script: keep what was finished
         _keep_finished(args, finished, total)

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from simulator.cli.production_job import production
 from simulator.paths import DATA_DIR
 
 __all__ = ["CHART_JOBS", "JOB_NAMES", "burst", "accuracy", "queue", "memory"]
@@ -231,5 +232,6 @@ CHART_JOBS: dict[str, Callable[..., list[Path]]] = {
     "accuracy": accuracy,
     "queue": queue,
     "memory": memory,
+    "production": production,
 }
 JOB_NAMES = tuple(CHART_JOBS)

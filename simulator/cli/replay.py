@@ -19,6 +19,7 @@ from simulator.cli.args import (
     params_for,
     positive_int,
     print_time_notes,
+    without_commands,
 )
 from simulator.cli.replay_shards import add_shard_options
 from simulator.records import HEADER_STYLES
@@ -98,7 +99,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     from simulator.cli.tally import ReplayTally
     from simulator.engine.realtime import needs_real_time
     from simulator.playback.output import HeaderColumns
-    from simulator.playback.run import replay_requests
+    from simulator.playback.run import Streaming, replay_requests
     from simulator.playback.scan import scan_trace
     from simulator.playback.spool import work_folder
 
@@ -108,6 +109,9 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         if not scan.requests:
             raise UsageError(f"{args.trace}: the trace holds no requests")
         with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
+            _, lacking = without_commands([args.algorithm], backend)
+            if lacking is not None:
+                raise UsageError(lacking)
             print_time_notes([args.algorithm], backend)
             span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
             if needs_real_time(backend, ALGORITHMS[args.algorithm]) and span_s > args.max_realtime:
@@ -143,7 +147,9 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             try:
                 headers = None
                 if args.headers is not None:
-                    headers = HeaderColumns(args.headers, args.algorithm, window_ms, args.limit)
+                    headers = HeaderColumns.of(
+                        args.headers, args.algorithm, window_ms, args.limit, params
+                    )
                 sink = DecisionCsv(
                     args.out, scan.in_order, stop, workdir, costs=scan.costs, headers=headers
                 )
@@ -163,10 +169,9 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                             window_ms,
                             backend,
                             on_progress=bar.update,
-                            pipeline=args.pipeline,
                             on_rows=on_rows,
-                            total=scan.requests,
                             params=params,
+                            streaming=Streaming(args.pipeline, scan.requests),
                         )
                     complete = True
                 except (BackendError, ScriptError) as exc:

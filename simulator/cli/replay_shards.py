@@ -115,7 +115,9 @@ def replay_sharded(args: argparse.Namespace) -> int:
                         raise exc
             headers = None
             if args.headers is not None:
-                headers = HeaderColumns(args.headers, args.algorithm, window_ms, args.limit)
+                headers = HeaderColumns.of(
+                    args.headers, args.algorithm, window_ms, args.limit, params
+                )
             # In input order, as the serial replay writes: each shard's rows are sorted back.
             sink = DecisionCsv(args.out, False, None, workdir, costs=split.costs, headers=headers)
             complete = False

@@ -10,11 +10,12 @@ answer (:mod:`~simulator.comparison.run`). :mod:`~simulator.comparison.synthetic
 access logs to show the scale.
 """
 
-from simulator.comparison.run import CLIENT_COLUMNS, SCORE_COLUMNS, compare
+from simulator.comparison.run import CLIENT_COLUMNS, SCORE_COLUMNS, Listeners, compare
 from simulator.comparison.spec import Candidate, load_candidates, parse_spec
 
 __all__ = [
     "compare",
+    "Listeners",
     "Candidate",
     "parse_spec",
     "load_candidates",

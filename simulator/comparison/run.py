@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from simulator.comparison.server import on_server
 from simulator.comparison.spec import Candidate, resolve_candidates
 from simulator.comparison.split import MAX_SHARDS, split_trace
 
-__all__ = ["compare", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
+__all__ = ["compare", "Listeners", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
 
 
 def _run(
@@ -72,6 +73,17 @@ def _run(
     return parts
 
 
+@dataclass(frozen=True)
+class Listeners:
+    """Who hears of a comparison as it runs: ``on_progress`` how many more requests were read, a
+    chunk at a time, as the trace is split; ``on_task`` each task's part as it finishes, ``on_row`` each
+    configuration's scorecard row as soon as all its shards are done (the baseline's first)."""
+
+    on_progress: Callable[[int], None] | None = None
+    on_task: Callable[[Part], None] | None = None
+    on_row: Callable[[dict[str, Any]], None] | None = None
+
+
 def compare(
     trace: str | Path | pd.DataFrame,
     baseline: str | Candidate,
@@ -82,9 +94,7 @@ def compare(
     scheduler: Any = None,
     backend: Any = None,
     workdir: str | Path | None = None,
-    on_progress: Callable[[int], None] | None = None,
-    on_task: Callable[[Part], None] | None = None,
-    on_row: Callable[[dict[str, Any]], None] | None = None,
+    listeners: Listeners = Listeners(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay ``baseline`` and every candidate (SPEC strings ``ALGORITHM:limit=N,window=S,...``
     or :class:`~simulator.comparison.spec.Candidate`) over ``trace`` (a file, ``fmt`` csv or
@@ -101,10 +111,10 @@ def compare(
     LocalCluster), ``"tcp://HOST:PORT"`` or a ``distributed.Client`` (the shard files must be
     readable by every worker: ``workdir`` on a shared folder). ``backend``: a real server to
     replay on instead (the tasks then run here, one after another, each candidate's keys
-    deleted after it). ``on_task`` gets each task's part as it finishes; ``on_row`` each
-    configuration's scorecard row as soon as all its shards are done (the baseline's first), so
-    a caller keeps what was finished if the run is stopped.
+    deleted after it). ``listeners`` hear of the run as it goes (:class:`Listeners`), so a caller
+    shows progress and keeps what was finished if the run is stopped.
     """
+    on_progress, on_task, on_row = listeners.on_progress, listeners.on_task, listeners.on_row
     base, others = resolve_candidates(baseline, candidates)
     shards = check_int("compare", "shards", shards, 1, MAX_SHARDS)
     everyone = [base, *others]

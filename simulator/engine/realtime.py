@@ -105,16 +105,16 @@ def late_ms(env: simpy.Environment) -> float:
 
 def time_note(algorithm: type[Limiter], backend: Backend) -> str:
     """One line saying which clock the decisions of ``algorithm`` on ``backend`` follow."""
-    uses_server_time, algorithm = algorithm.uses_server_time, algorithm.name
+    name = algorithm.name
     if backend.virtual_time:
-        return f"{algorithm} on {backend.name}: simulated time (the server's clock follows it)"
-    if uses_server_time:
+        return f"{name} on {backend.name}: simulated time (the server's clock follows it)"
+    if algorithm.uses_server_time:
         return (
-            f"{algorithm} on {backend.name}: REAL TIME - its window is the key's TTL on the "
+            f"{name} on {backend.name}: REAL TIME - its window is the key's TTL on the "
             "server's clock, so the run goes at wall-clock speed"
         )
     return (
-        f"{algorithm} on {backend.name}: simulated time - decisions take now_ms from the "
+        f"{name} on {backend.name}: simulated time - decisions take now_ms from the "
         "arguments and do not depend on the server's clock (TTL only cleans up)"
     )
 

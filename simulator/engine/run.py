@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -19,7 +20,7 @@ from simulator.engine.model import Row, simulate_whole
 from simulator.engine.scenario import BurstAt, Scenario
 from simulator.engine.shards import simulate_sharded
 
-__all__ = ["simulate", "boundary_burst"]
+__all__ = ["Crowd", "simulate", "boundary_burst"]
 
 
 def simulate(
@@ -56,6 +57,17 @@ def simulate(
     return simulate_whole(scenario, backend, on_rows, pipelined=pipelined)
 
 
+@dataclass(frozen=True)
+class Crowd:
+    """Who bursts in :func:`boundary_burst`, and where they run: ``users`` clients burst alike (one
+    is ``user``; more are ``user0``, ``user1``, ...), split into ``shards`` fake servers on Dask
+    (``scheduler``: see :func:`simulate`)."""
+
+    users: int = 1
+    shards: int = 1
+    scheduler: Any = None
+
+
 def boundary_burst(
     algorithm: str,
     limit: int = 100,
@@ -65,17 +77,15 @@ def boundary_burst(
     per_burst: int | None = None,
     backend: Backend | None = None,
     params: Mapping[str, float] | None = None,
-    users: int = 1,
-    shards: int = 1,
-    scheduler: Any = None,
+    crowd: Crowd = Crowd(),
 ) -> pd.DataFrame:
     """The practice case: ``per_burst`` requests (default ``limit``) at each of two seconds.
 
-    ``params``: the algorithm's own parameters (the others take their defaults). ``users``: how
-    many clients burst alike (one is ``user``; more are ``user0``, ``user1``, ...), split into
-    ``shards`` on Dask (see :func:`simulate`)."""
+    ``params``: the algorithm's own parameters (the others take their defaults). ``crowd``: how
+    many users burst alike, and how they are split into shards (one user, in this process, unless
+    it says otherwise)."""
     n = limit if per_burst is None else per_burst
-    users = check_int("boundary_burst", "users", users, 1, 100_000_000)
+    users = check_int("boundary_burst", "users", crowd.users, 1, 100_000_000)
     names = ["user"] if users == 1 else [f"user{i}" for i in range(users)]
     scenario = Scenario(
         algorithm=algorithm,
@@ -85,7 +95,7 @@ def boundary_burst(
         clients=tuple(BurstAt(name, n=n, at_s=(first_s, second_s)) for name in names),
         params=dict(params or {}),
     )
-    frame = simulate(scenario, backend, shards=shards, scheduler=scheduler)
+    frame = simulate(scenario, backend, shards=crowd.shards, scheduler=crowd.scheduler)
     # The run's limit, for ratios: a bucket's rows hold its capacity (the burst) as "limit".
     frame.attrs["limit"] = limit
     return frame

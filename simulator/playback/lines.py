@@ -10,11 +10,13 @@ the csv writer writes the same bytes either way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from simulator.headers import several_policies
 from simulator.records import Decisions, Row, http_headers
 
 __all__ = ["HEADER", "HEADER_FIELDS", "HeaderColumns"]
@@ -92,10 +94,28 @@ class HeaderColumns:
     policy: str
     window_ms: int
     rate_limit: int
+    #: ``(name, limit, window_ms)`` of each policy when one decision answers for several.
+    policies: tuple[tuple[str, int, int], ...] = ()
+
+    @classmethod
+    def of(
+        cls, style: str, algorithm: str, window_ms: int, limit: int, params: Mapping[str, float]
+    ) -> HeaderColumns:
+        """The columns for ``algorithm`` with its own ``params`` (as given; defaults filled in),
+        every policy of an algorithm that answers for several (``multi_policy``)."""
+        from simulator.algorithms import ALGORITHMS
+        from simulator.algorithms.base import own_params
+
+        owner = ALGORITHMS[algorithm]
+        resolved = own_params(algorithm, owner.params_declared, params, limit, window_ms)
+        policies = owner.header_policies(limit, window_ms, resolved)
+        return cls(style, algorithm, window_ms, limit, policies)
 
     def names(self) -> tuple[str, ...]:
         return HEADER_FIELDS[self.style]
 
     def values(self, row: Row) -> tuple[str, ...]:
         fields = http_headers(row[3], self.style, self.window_ms, self.rate_limit, self.policy)
+        if self.policies and self.style != "legacy":
+            fields.update(several_policies(row[3], self.policies))
         return tuple(fields.get(name, "") for name in self.names())

@@ -63,6 +63,43 @@ class Progress:
         self.decided, self.next_t_ms = 0, t0
 
 
+class _Feed:
+    """The pieces on their way to the server, oldest first: ``waiting`` were handed to the stream
+    and their replies not yet taken; ``unsent``, of those, the ones the stream has not taken yet.
+    A stream takes up to ``ahead`` batches before it yields a reply."""
+
+    def __init__(
+        self,
+        pieces: Iterator[Requests],
+        batch: Callable[..., Sequence[Any]],
+        ahead: int,
+        watch: ExpiryWatch | None,
+    ) -> None:
+        self.pieces, self.batch, self.ahead, self.watch = pieces, batch, ahead, watch
+        self.waiting: deque[Requests] = deque()
+        self.unsent: deque[Requests] = deque()
+
+    def batches(self) -> Iterator[Sequence[Any]]:
+        """The calls of each piece, as the stream asks for them (the watch starts as one goes)."""
+        while self.unsent:  # empty only once the pieces have run out (see oldest)
+            piece = self.unsent.popleft()
+            if self.watch is not None:
+                self.watch.start(piece.t_ms[0])
+            yield self.batch(piece.clients, piece.t_ms, piece.costs)
+
+    def oldest(self) -> Requests | None:
+        """The piece whose replies come next (None: the pieces have run out), after reading up to
+        ``ahead`` pieces ahead. They are read here, outside the stream, so that a trace that fails
+        to read is not taken for a server that failed."""
+        while len(self.unsent) < self.ahead:
+            piece = next(self.pieces, None)
+            if piece is None:
+                break
+            self.waiting.append(piece)
+            self.unsent.append(piece)
+        return self.waiting[0] if self.waiting else None
+
+
 def replay_process(
     env: simpy.Environment,
     pieces: Iterator[Requests],
@@ -73,38 +110,18 @@ def replay_process(
     watch: ExpiryWatch | None,
     progress: Progress,
 ) -> Generator[simpy.Event, Any, None]:
-    batch, parse_many = limiter.batch, limiter.parse_many
-    waiting: deque[Requests] = deque()  # handed to the stream, replies not yet taken; oldest first
-    unsent: deque[Requests] = deque()  # of those, the ones the stream has not taken yet
-    ahead = max(1, depth)  # a stream takes up to ``depth`` batches before it yields a reply
+    """Stream the pieces to the limiter's backend ``depth`` batches ahead, each sent no earlier
+    than its first request's time on ``env``; hand each batch's decisions to ``on_rows`` in order,
+    its size to ``on_progress``, and keep ``progress`` up to date for a run that stops early."""
+    feed = _Feed(pieces, limiter.batch, max(1, depth), watch)
     advance = getattr(env, "advance", None)
-
-    def batches() -> Iterator[Sequence[Any]]:
-        while unsent:  # empty only once the pieces have run out (see top_up)
-            piece = unsent.popleft()
-            if watch is not None:
-                watch.start(piece.t_ms[0])
-            yield batch(piece.clients, piece.t_ms, piece.costs)
-
-    def top_up() -> None:
-        # The pieces are read here, outside the stream, so that a trace that fails to read is
-        # not taken for a server that failed.
-        while len(unsent) < ahead:
-            piece = next(pieces, None)
-            if piece is None:
-                return
-            waiting.append(piece)
-            unsent.append(piece)
-
     backend = limiter.backend
     # depth 0: one round trip per call, through the base class (no pipelining at all)
-    stream = (backend.stream if depth > 0 else partial(Backend.stream, backend))(batches(), depth)
+    stream = (backend.stream if depth > 0 else partial(Backend.stream, backend))(
+        feed.batches(), depth
+    )
     try:
-        while True:
-            top_up()
-            if not waiting:
-                break
-            piece = waiting[0]
+        while (piece := feed.oldest()) is not None:
             t_ms = piece.t_ms
             progress.next_t_ms = t_ms[0]
             if t_ms[0] > env.now and not (advance is not None and advance(t_ms[0])):
@@ -114,35 +131,9 @@ def replay_process(
             except BackendError as exc:
                 if exc.replies is None:
                     raise
-                # Some calls of this batch were answered before the failure (the other nodes
-                # of a cluster): their decisions are made and are kept, even out of turn.
-                answered = [
-                    i
-                    for i, r in enumerate(exc.replies)
-                    if r is not NO_REPLY and not isinstance(r, ScriptError)
-                ]
-                if on_rows is not None and answered:
-                    on_rows(_some(piece, answered, parse_many([exc.replies[i] for i in answered])))
-                progress.decided += len(answered)
-                missing = [i for i, r in enumerate(exc.replies) if r is NO_REPLY]
-                progress.next_t_ms = t_ms[missing[0] if missing else -1]
-                raise unknown(exc, [piece.positions[i] for i in exc.unknown]) from exc
-            waiting.popleft()
-            failed = None
-            if any(issubclass(t, ScriptError) for t in set(map(type, replies))):  # keep the
-                # decisions before the failure (a script stopped by a limit is a ScriptError too)
-                failed = next(r for r in replies if isinstance(r, ScriptError))
-                replies = replies[: replies.index(failed)]
-            n = len(replies)
-            if on_rows is not None and (n or failed is None):
-                done = piece if n == len(t_ms) else piece.part(0, n)
-                columns = parse_many(replies)
-                on_rows(Decisions(done.positions, done.clients, done.t_ms, done.costs, columns))
-            progress.decided += n
-            if failed is not None:
-                progress.next_t_ms = t_ms[n]
-                failure = getattr(limiter, "failure", None)  # a user's script names its file
-                raise failed if failure is None else failure(failed)
+                raise _keep_answered(exc, piece, limiter, on_rows, progress) from exc
+            feed.waiting.popleft()
+            n = _hand_on(piece, replies, limiter, on_rows, progress)
             if watch is not None:
                 watch.end(t_ms[-1])
             if on_progress is not None:
@@ -151,6 +142,54 @@ def replay_process(
         close = getattr(stream, "close", None)  # a generator: release its connection now
         if close is not None:
             close()
+
+
+def _keep_answered(
+    exc: BackendError,
+    piece: Requests,
+    limiter: Limiter,
+    on_rows: Callable[[Decisions], None] | None,
+    progress: Progress,
+) -> BackendError:
+    """A server failed mid-batch. Some calls of the batch were answered before the failure (the
+    other nodes of a cluster): their decisions are made and are handed on, even out of turn. The
+    error to raise names the requests whose outcome is unknown."""
+    replies = exc.replies or []
+    answered = [
+        i for i, r in enumerate(replies) if r is not NO_REPLY and not isinstance(r, ScriptError)
+    ]
+    if on_rows is not None and answered:
+        on_rows(_some(piece, answered, limiter.parse_many([replies[i] for i in answered])))
+    progress.decided += len(answered)
+    missing = [i for i, r in enumerate(replies) if r is NO_REPLY]
+    progress.next_t_ms = piece.t_ms[missing[0] if missing else -1]
+    return unknown(exc, [piece.positions[i] for i in exc.unknown])
+
+
+def _hand_on(
+    piece: Requests,
+    replies: Sequence[Any],
+    limiter: Limiter,
+    on_rows: Callable[[Decisions], None] | None,
+    progress: Progress,
+) -> int:
+    """Hand on the decisions of one batch's replies; how many there were. A script that failed
+    (or was stopped by a limit: a ScriptError too) keeps the decisions before it, then raises."""
+    failed = None
+    if any(issubclass(t, ScriptError) for t in set(map(type, replies))):
+        failed = next(r for r in replies if isinstance(r, ScriptError))
+        replies = replies[: replies.index(failed)]
+    n = len(replies)
+    if on_rows is not None and (n or failed is None):
+        done = piece if n == len(piece.t_ms) else piece.part(0, n)
+        columns = limiter.parse_many(replies)
+        on_rows(Decisions(done.positions, done.clients, done.t_ms, done.costs, columns))
+    progress.decided += n
+    if failed is not None:
+        progress.next_t_ms = piece.t_ms[n]
+        failure = getattr(limiter, "failure", None)  # a user's script names its file
+        raise failed if failure is None else failure(failed)
+    return n
 
 
 def _some(piece: Requests, which: list[int], columns: DecisionColumns) -> Decisions:

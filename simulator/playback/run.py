@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from typing import NamedTuple, cast
 
@@ -35,7 +36,7 @@ from simulator.playback.traces import Requests, exact_t_ms
 from simulator.policy import Policy, resolve
 from simulator.records import DecisionColumns, Decisions, frame_of
 
-__all__ = ["replay", "replay_requests", "Replayed", "PIPELINE_CALLS"]
+__all__ = ["replay", "replay_requests", "Replayed", "Streaming", "PIPELINE_CALLS"]
 
 #: Calls per pipeline in a replay on a real server.
 PIPELINE_CALLS = 1000
@@ -115,6 +116,16 @@ def _sweeping_expired(
     return progressed
 
 
+@dataclass(frozen=True)
+class Streaming:
+    """How a streamed replay is sent and told: ``pipeline`` calls per pipeline on a real server
+    (default :data:`PIPELINE_CALLS`; 1 = one round trip per decision), and ``total``, the number
+    of requests if known, which only goes into the message of an error."""
+
+    pipeline: int | None = None
+    total: int | None = None
+
+
 def replay_requests(
     requests: Iterable[Requests],
     algorithm: str,
@@ -123,19 +134,17 @@ def replay_requests(
     backend: Backend | None = None,
     on_progress: Callable[[int], None] | None = None,
     *,
-    pipeline: int | None = None,
     on_rows: Callable[[Decisions], None] | None = None,
-    total: int | None = None,
     params: Mapping[str, float] | None = None,
+    streaming: Streaming = Streaming(),
 ) -> Replayed:
     """Replay requests that come in chunks, already in time order (ties in trace order).
 
     The streaming form of :func:`replay`: decisions go only to ``on_rows`` (each pipeline's
     as soon as they are made, as one :class:`~simulator.records.Decisions` batch: columns, with
     each request's position; it also reads as :data:`~simulator.records.Row` tuples), nothing
-    is kept, and
-    memory holds one chunk and the pipelines in flight however long the trace is. ``total``
-    (the number of requests, if known) only goes into the message of an error.
+    is kept, and memory holds one chunk and the pipelines in flight however long the trace is.
+    ``streaming`` sets the pipeline's size and the total named in an error (:class:`Streaming`).
     """
     # What is alive before the run (modules, a backend, the caller's data) is moved out of the
     # cyclic collector's sight: each full collection would scan all of it again, a sixth of a
@@ -149,9 +158,9 @@ def replay_requests(
             resolve(algorithm, limit, window_ms, params, owner="replay.algorithm"),
             backend,
             on_progress=on_progress,
-            pipeline=pipeline,
+            pipeline=streaming.pipeline,
             on_rows=on_rows,
-            total=total,
+            total=streaming.total,
         )
     finally:
         if frozen:

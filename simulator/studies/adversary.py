@@ -118,11 +118,111 @@ class SearchResult:
 
 
 def _normalise(bursts: list[Burst], horizon: int, cap: int) -> list[Burst]:
+    """The bursts in time order, each moved into [0, horizon), those at one millisecond merged,
+    each of 1 up to ``cap`` requests."""
     merged: dict[int, int] = {}
     for t, n in bursts:
         t = int(min(max(t, 0), horizon - 1))
         merged[t] = min(merged.get(t, 0) + max(int(n), 1), cap)
     return sorted(merged.items())
+
+
+class _Breeder:
+    """Where the search breeds burst schedules against one algorithm: one generator seeded by the
+    config and the algorithm's name, and a cache of each schedule's fitness (the most admitted in
+    any window, then the fewer requests sent)."""
+
+    def __init__(
+        self, algorithm: str, config: SearchConfig, params: Mapping[str, float] | None
+    ) -> None:
+        self.algorithm, self.c, self.params = algorithm, config, params
+        self.limit, self.window_ms = config.limit, config.window_ms
+        self.horizon_ms, self.cap = config.horizon_windows * config.window_ms, 2 * config.limit
+        self.rng = np.random.default_rng(
+            np.random.SeedSequence([config.seed, len(algorithm), *algorithm.encode()])
+        )
+        self.cache: dict[tuple[Burst, ...], tuple[int, int]] = {}
+
+    def fitness(self, ind: list[Burst]) -> tuple[int, int]:
+        """Most admitted in any (t - W, t] first; fewer requests sent breaks ties."""
+        key = tuple(ind)
+        if key not in self.cache:
+            peak = peak_admitted(self.algorithm, ind, self.limit, self.window_ms, self.params)[0]
+            self.cache[key] = (peak, -sum(n for _, n in ind))
+        return self.cache[key]
+
+    def _normalised(self, bursts: list[Burst]) -> list[Burst]:
+        return _normalise(bursts, self.horizon_ms, self.cap)
+
+    def _random_burst(self) -> Burst:
+        """A burst anywhere in the horizon, of 1 up to twice the limit."""
+        return (int(self.rng.integers(0, self.horizon_ms)), int(self.rng.integers(1, self.cap + 1)))
+
+    def random_one(self) -> list[Burst]:
+        """A schedule of 1 up to ``max_bursts`` random bursts."""
+        k = int(self.rng.integers(1, self.c.max_bursts + 1))
+        return self._normalised([self._random_burst() for _ in range(k)])
+
+    def _nudge(self, out: list[Burst], t: int, n: int) -> Burst:
+        """Move the burst by a millisecond up to a third of a window."""
+        w = self.window_ms
+        return t + int(round(self.rng.normal(0, self.rng.choice([1, 20, w / 20, w / 3])))), n
+
+    def _onto_grid(self, out: list[Burst], t: int, n: int) -> Burst:
+        """Move the burst onto the clock grid, give or take 2 ms."""
+        w = self.window_ms
+        return int(round(t / w)) * w + int(self.rng.integers(-2, 3)), n
+
+    def _after_another(self, out: list[Burst], t: int, n: int) -> Burst:
+        """Move the burst one window (or none) after another burst, give or take 2 ms."""
+        w = self.window_ms
+        other = out[int(self.rng.integers(len(out)))][0]
+        return other + int(self.rng.choice([-w, 0, w])) + int(self.rng.integers(-2, 3)), n
+
+    def _resize(self, out: list[Burst], t: int, n: int) -> Burst:
+        """Give the burst 1, L - 1, L, about its size, or any size up to twice the limit."""
+        rng, limit = self.rng, self.limit
+        sizes = [
+            1,
+            limit - 1,
+            limit,
+            n + int(rng.integers(-10, 11)),
+            int(rng.integers(1, self.cap + 1)),
+        ]
+        return t, int(rng.choice(sizes))
+
+    def mutate(self, ind: list[Burst]) -> list[Burst]:
+        """One burst moved or resized, or a burst added or removed (when the schedule has room)."""
+        out = list(ind)
+        i = int(self.rng.integers(len(out)))
+        op = int(self.rng.integers(6))
+        moves = (self._nudge, self._onto_grid, self._after_another, self._resize)
+        if op < len(moves):
+            out[i] = moves[op](out, *out[i])
+        elif op == 4 and len(out) < self.c.max_bursts:
+            out.append(self._random_burst())
+        elif op == 5 and len(out) > 1:
+            out.pop(i)
+        return self._normalised(out)
+
+    def crossover(self, a: list[Burst], b: list[Burst]) -> list[Burst]:
+        """About half the bursts of each parent, shuffled, at most ``max_bursts``."""
+        pool = [x for x in a + b if self.rng.random() < 0.5] or [a[0]]
+        self.rng.shuffle(pool)
+        return self._normalised(pool[: self.c.max_bursts])
+
+    def next_generation(self, ranked: list[list[Burst]]) -> list[list[Burst]]:
+        """The elite of ``ranked`` (best first) kept; the rest children of the better half, crossed
+        now and then and mutated once or twice."""
+        c, rng = self.c, self.rng
+        children = ranked[: max(2, c.population // 8)]
+        while len(children) < c.population:
+            picks = [ranked[int(j)] for j in rng.integers(0, c.population // 2, 2)]
+            child = self.crossover(*picks) if rng.random() < 0.3 else list(picks[0])
+            for _ in range(int(rng.integers(1, 3))):
+                child = self.mutate(child)
+            children.append(child)
+        return children
 
 
 def search(
@@ -134,79 +234,18 @@ def search(
     """Evolve burst schedules that maximise the most admitted in any (t - W, t]."""
     c, started = config, time.perf_counter()
     L, w = c.limit, c.window_ms
-    horizon, cap = c.horizon_windows * w, 2 * L
-    rng = np.random.default_rng(
-        np.random.SeedSequence([c.seed, len(algorithm), *algorithm.encode()])
-    )
-    cache: dict[tuple[Burst, ...], tuple[int, int]] = {}
-
-    def fitness(ind: list[Burst]) -> tuple[int, int]:
-        key = tuple(ind)
-        if key not in cache:  # most admitted first; fewer requests sent breaks ties
-            cache[key] = (
-                peak_admitted(algorithm, ind, L, w, params)[0],
-                -sum(n for _, n in ind),
-            )
-        return cache[key]
-
-    def random_one() -> list[Burst]:
-        k = int(rng.integers(1, c.max_bursts + 1))
-        return _normalise(
-            [(int(rng.integers(0, horizon)), int(rng.integers(1, cap + 1))) for _ in range(k)],
-            horizon,
-            cap,
-        )
-
-    def mutate(ind: list[Burst]) -> list[Burst]:
-        out = list(ind)
-        i = int(rng.integers(len(out)))
-        t, n = out[i]
-        op = int(rng.integers(6))
-        if op == 0:  # nudge, by a millisecond up to a third of a window
-            t += int(round(rng.normal(0, rng.choice([1, 20, w / 20, w / 3]))))
-        elif op == 1:  # onto the clock grid, give or take 2 ms
-            t = int(round(t / w)) * w + int(rng.integers(-2, 3))
-        elif op == 2:  # one window (or none) after another burst, give or take 2 ms
-            other = out[int(rng.integers(len(out)))][0]
-            t = other + int(rng.choice([-w, 0, w])) + int(rng.integers(-2, 3))
-        elif op == 3:  # resize
-            n = int(
-                rng.choice(
-                    [1, L - 1, L, n + int(rng.integers(-10, 11)), int(rng.integers(1, cap + 1))]
-                )
-            )
-        elif op == 4 and len(out) < c.max_bursts:
-            out.append((int(rng.integers(0, horizon)), int(rng.integers(1, cap + 1))))
-        elif op == 5 and len(out) > 1:
-            out.pop(i)
-            return _normalise(out, horizon, cap)
-        out[i] = (t, n)
-        return _normalise(out, horizon, cap)
-
-    def crossover(a: list[Burst], b: list[Burst]) -> list[Burst]:
-        pool = [x for x in a + b if rng.random() < 0.5] or [a[0]]
-        rng.shuffle(pool)
-        return _normalise(pool[: c.max_bursts], horizon, cap)
-
-    population = [random_one() for _ in range(c.population)]
+    breeder = _Breeder(algorithm, c, params)
+    population = [breeder.random_one() for _ in range(c.population)]
     history: list[int] = []
     generation = 0
-    elite = max(2, c.population // 8)
     while generation < c.generations and time.perf_counter() - started < c.budget_s:
-        population.sort(key=fitness, reverse=True)
-        history.append(fitness(population[0])[0])
+        population.sort(key=breeder.fitness, reverse=True)
+        history.append(breeder.fitness(population[0])[0])
         if on_generation is not None:
             on_generation(generation, history[-1])
-        children = population[:elite]
-        while len(children) < c.population:
-            picks = [population[int(j)] for j in rng.integers(0, c.population // 2, 2)]
-            child = crossover(*picks) if rng.random() < 0.3 else list(picks[0])
-            for _ in range(int(rng.integers(1, 3))):
-                child = mutate(child)
-            children.append(child)
-        population = children
+        population = breeder.next_generation(population)
         generation += 1
-    best = _polish(algorithm, max(population, key=fitness), L, w, params)
+    best = _polish(algorithm, max(population, key=breeder.fitness), L, w, params)
     peak, peak_t = peak_admitted(algorithm, best, L, w, params)
     return SearchResult(
         algorithm,
@@ -214,7 +253,7 @@ def search(
         peak,
         peak / L,
         peak_t,
-        len(cache),
+        len(breeder.cache),
         generation,
         time.perf_counter() - started,
         tuple(history),

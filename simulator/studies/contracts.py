@@ -24,6 +24,7 @@ All decisions come from the bulk kernels, which agree with the scripts decision 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -59,25 +60,33 @@ def small_burst_variants(limit: int, share: float = 0.1) -> list[Variant]:
 LUA_SAMPLE = 100_000
 
 
+@dataclass(frozen=True)
+class _BesideLog:
+    """One algorithm's admissions ``allowed`` beside the log's ``exact``, on the same requests
+    (clients as ``codes``, times ``t_ms``; ``order`` sorts them by client, then time)."""
+
+    codes: np.ndarray
+    t_ms: np.ndarray
+    allowed: np.ndarray
+    exact: np.ndarray
+    order: np.ndarray
+
+
 def _row(
     family: str,
-    label: str,
-    name: str,
-    params: Mapping[str, float],
+    variant: Variant,
     limit: int,
     window_ms: int,
-    codes: np.ndarray,
-    t_ms: np.ndarray,
-    a: np.ndarray,
-    e: np.ndarray,
-    order: np.ndarray,
+    side: _BesideLog,
     decided_on: str,
     offered: int | None = None,
 ) -> dict:
-    """The figures of one algorithm's admissions ``a`` beside the log's ``e`` (same requests)."""
+    """The figures of one variant's admissions beside the log's (same requests)."""
+    label, name, params = variant
+    codes, t_ms, a, e = side.codes, side.t_ms, side.allowed, side.exact
     n = len(t_ms)
     clients = int(codes.max()) + 1 if n else 0
-    inside = trailing_admitted(codes, t_ms, a, window_ms, order)
+    inside = trailing_admitted(codes, t_ms, a, window_ms, side.order)
     per_client = np.zeros(max(clients, 1), dtype="int64")
     np.maximum.at(per_client, codes[a], inside[a])
     pct = 100.0 / max(n, 1)
@@ -124,22 +133,8 @@ def compare_contracts(
     rows = []
     for label, name, params in [*runs, *variants]:
         bulk = decide_bulk(name, codes, t_ms, limit, window_ms, order=log.order, params=params)
-        rows.append(
-            _row(
-                family,
-                label,
-                name,
-                params,
-                limit,
-                window_ms,
-                codes,
-                t_ms,
-                bulk.allowed,
-                log.allowed,
-                log.order,
-                "bulk kernel",
-            )
-        )
+        side = _BesideLog(codes, t_ms, bulk.allowed, log.allowed, log.order)
+        rows.append(_row(family, (label, name, params), limit, window_ms, side, "bulk kernel"))
     for name in [n for n in ALGORITHMS if n not in BULK]:
         sizes = np.bincount(codes)
         upto = int(np.searchsorted(np.cumsum(sizes), LUA_SAMPLE)) + 1
@@ -148,23 +143,9 @@ def compare_contracts(
         lua = replay(sample, name, limit, window_ms)["allowed"].to_numpy()
         c, t = codes[rows_in], t_ms[rows_in]
         exact = decide_bulk(EXACT, c, t, limit, window_ms)
-        rows.append(
-            _row(
-                family,
-                name,
-                name,
-                {},
-                limit,
-                window_ms,
-                c,
-                t,
-                lua,
-                exact.allowed,
-                exact.order,
-                f"lua, {len(rows_in):,} of {len(t_ms):,} requests",
-                len(t_ms),
-            )
-        )
+        side = _BesideLog(c, t, lua, exact.allowed, exact.order)
+        decided_on = f"lua, {len(rows_in):,} of {len(t_ms):,} requests"
+        rows.append(_row(family, (name, name, {}), limit, window_ms, side, decided_on, len(t_ms)))
     return pd.DataFrame(rows)
 
 

@@ -22,8 +22,7 @@ latency, deferrals, wasted dequeues.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -33,9 +32,9 @@ import simpy
 
 from simulator.backends import Backend, FakeRedisBackend
 from simulator.engine.model import run_id_for
-from simulator.engine.traffic import poisson_gaps
 from simulator.studies import telemetry
 from simulator.studies.dequeue_budgets import LocalBudget, ServerBudget, SplitBudget, WorkerDied
+from simulator.studies.queue_floor import Dequeue, Floor, Job
 from simulator.studies.queue_scenario import SHARED_QUEUE, QueueScenario, Room
 
 __all__ = [
@@ -98,55 +97,6 @@ class QueueRun:
     events: pd.DataFrame  # telemetry, when record_events=True (else empty)
 
 
-class _Broker:
-    """Queues of job ids ordered by (visible_at_ms, job_id): oldest visible job first."""
-
-    def __init__(self, env: simpy.Environment, queues: Sequence[str]) -> None:
-        self.env, self.names = env, list(queues)
-        self.heaps: dict[str, list[tuple[int, int]]] = {q: [] for q in self.names}
-        self.turn = 0  # round robin over queues
-        self.signal = env.event()
-
-    def put(self, queue: str, visible_ms: int, job_id: int) -> None:
-        heapq.heappush(self.heaps[queue], (visible_ms, job_id))
-        if not self.signal.triggered:
-            self.signal.succeed()
-        self.signal = self.env.event()
-
-    def take(self, now_ms: int) -> tuple[str, int] | None:
-        n = len(self.names)
-        for i in range(n):
-            q = self.names[(self.turn + i) % n]
-            heap = self.heaps[q]
-            if heap and heap[0][0] <= now_ms:
-                self.turn = (self.turn + i + 1) % n
-                return q, heapq.heappop(heap)[1]
-        return None
-
-    def next_visible_ms(self) -> int | None:
-        heads = [h[0][0] for h in self.heaps.values() if h]
-        return min(heads) if heads else None
-
-
-def _arrivals(scenario: QueueScenario) -> tuple[np.ndarray, np.ndarray]:
-    """Arrival times (int ms) and room index of every job, in time order; one rng per room."""
-    seeds = np.random.SeedSequence(scenario.seed).spawn(len(scenario.rooms))
-    times, rooms = [], []
-    for i, (room, seed) in enumerate(zip(scenario.rooms, seeds, strict=True)):
-        if room.rate_per_s == 0:
-            continue
-        rng = np.random.default_rng(seed)
-        t = poisson_gaps(rng, 1000.0 / room.rate_per_s, scenario.duration_ms)
-        t = np.floor(t).astype("int64")
-        times.append(t)
-        rooms.append(np.full(len(t), i, dtype="int64"))
-    if not times:
-        return np.empty(0, "int64"), np.empty(0, "int64")
-    t_all, r_all = np.concatenate(times), np.concatenate(rooms)
-    order = np.lexsort((r_all, t_all))
-    return t_all[order], r_all[order]
-
-
 def run(
     scenario: QueueScenario, backend: Backend | None = None, record_events: bool = False
 ) -> QueueRun:
@@ -157,121 +107,63 @@ def run(
         backend = FakeRedisBackend()
     if backend is not None:
         backend.follow(lambda: env.now)
-    queues = [SHARED_QUEUE] if s.design == "shared" else [r.name for r in s.rooms]
-    broker = _Broker(env, queues)
-    t_arr, r_arr = _arrivals(s)
-    n = len(t_arr)
-    room_names = [r.name for r in s.rooms]
-    job_room = [room_names[i] for i in r_arr.tolist()]
-    job_queue = [s.queue_of(room) for room in job_room]
-    started = [-1] * n
-    done = [-1] * n
-    dequeues = [0] * n
-    deferrals = [0] * n
-    outcome = ["pending"] * n
-    rows: list[tuple[int, int, str, int, str, int, int | None]] = []
-    hit = telemetry.event(telemetry.RATE_LIMIT_HIT)
-
-    shared: ServerBudget | None = None  # one for all workers; None: each keeps a LocalBudget
-    if backend is not None and s.limiter != "local":
-        kind = SplitBudget if s.limiter == "split" else ServerBudget
-        shared = kind(backend, s.max_per_window, s.window_ms, s.crash_at_ms)
-
-    def producer() -> Generator[simpy.Event, Any, None]:
-        for job, t in enumerate(t_arr.tolist()):
-            if t > env.now:
-                yield env.timeout(t - env.now)
-            broker.put(job_queue[job], t, job)
-
-    def worker(wid: int) -> Generator[simpy.Event, Any, None]:
-        budget: Any = shared if shared is not None else LocalBudget(s.max_per_window, s.window_ms)
-        while True:
-            now = int(env.now)
-            item = broker.take(now)
-            if item is None:
-                nxt = broker.next_visible_ms()
-                yield broker.signal if nxt is None else broker.signal | env.timeout(nxt - now)
-                continue
-            queue, job = item
-            dequeues[job] += 1
-            if s.stale_after_ms is not None and now - t_arr[job] > s.stale_after_ms:
-                outcome[job] = "dropped"
-                rows.append((now, wid, queue, job, "drop", 0, None))
-                continue
-            delay, action = budget.ttl(queue, now), "defer_ttl"
-            if delay <= 0:
-                if s.read_to_admit_ms:
-                    yield env.timeout(s.read_to_admit_ms)
-                    now = int(env.now)
-                try:
-                    decision = budget.admit(queue, now)
-                except WorkerDied:
-                    outcome[job] = "lost"
-                    rows.append((now, wid, queue, job, "lost", 0, None))
-                    return
-                if decision.allowed:
-                    end = now + decision.reset_ms if decision.reset_ms >= 0 else None
-                    rows.append((now, wid, queue, job, "admit", 0, end))
-                    started[job], outcome[job] = now, "running"
-                    if s.service_ms:
-                        yield env.timeout(s.service_ms)
-                    done[job], outcome[job] = int(env.now), "done"
-                    continue
-                delay, action = decision.retry_after_ms, "defer_admit"
-            delay = delay + s.defer_pad_ms if delay > 0 else s.min_defer_ms
-            deferrals[job] += 1
-            rows.append((now, wid, queue, job, action, delay, None))
-            if hit.handlers:
-                hit.emit(queue, delay, now)
-            broker.put(queue, now + delay, job)
-
+    floor = Floor(s, env, backend)
     recorder = telemetry.Recorder()
     if record_events:
         telemetry.attach(telemetry.RATE_LIMIT_HIT, recorder)
     try:
-        env.process(producer())
+        env.process(floor.producer())
         for wid in range(s.workers):
-            env.process(worker(wid))
+            env.process(floor.worker(wid))
         env.run(until=s.duration_ms + s.drain_ms)
     finally:
         if record_events:
             telemetry.detach(telemetry.RATE_LIMIT_HIT, recorder)
-
-    run_id = run_id_for("queue_budget", asdict(s))
     ident = {
-        "run_id": run_id,
+        "run_id": run_id_for("queue_budget", asdict(s)),
         "label": s.label,
         "design": s.design,
         "limiter": s.limiter,
         "workers": s.workers,
     }
-    st = pd.array([x if x >= 0 else None for x in started], dtype="Int64")
-    dn = pd.array([x if x >= 0 else None for x in done], dtype="Int64")
-    enq = pd.array(t_arr, dtype="Int64")
-    jobs = pd.DataFrame(
+    return QueueRun(
+        s, _job_frame(ident, floor.jobs), _dequeue_frame(ident, floor.log), recorder.frame()
+    )
+
+
+def _job_frame(ident: dict[str, Any], jobs: Sequence[Job]) -> pd.DataFrame:
+    """One row per job (:data:`JOB_DTYPES`): its times, waits, dequeues and outcome."""
+    n = len(jobs)
+    st = pd.array([j.started_ms for j in jobs], dtype="Int64")
+    dn = pd.array([j.done_ms for j in jobs], dtype="Int64")
+    enq = pd.array([j.enqueued_ms for j in jobs], dtype="Int64")
+    return pd.DataFrame(
         {
             **{k: [v] * n for k, v in ident.items()},
             "job_id": np.arange(n, dtype="int64"),
-            "room": job_room,
-            "queue": job_queue,
+            "room": [j.room for j in jobs],
+            "queue": [j.queue for j in jobs],
             "enqueued_ms": enq,
             "started_ms": st,
             "done_ms": dn,
             "wait_ms": st - enq,
             "latency_ms": dn - enq,
-            "dequeues": dequeues,
-            "deferrals": deferrals,
-            "outcome": outcome,
+            "dequeues": [j.dequeues for j in jobs],
+            "deferrals": [j.deferrals for j in jobs],
+            "outcome": [j.outcome.value for j in jobs],
         },
         columns=list(JOB_DTYPES),
     ).astype(JOB_DTYPES)
+
+
+def _dequeue_frame(ident: dict[str, Any], log: Sequence[Dequeue]) -> pd.DataFrame:
+    """One row per dequeue (:data:`DEQUEUE_DTYPES`), in the order the workers made them."""
     cols = ["t_ms", "worker", "queue", "job_id", "action", "delay_ms", "window_end_ms"]
-    deq = pd.DataFrame(rows, columns=cols)
+    deq = pd.DataFrame(log, columns=cols)
     deq["window_end_ms"] = pd.array(deq["window_end_ms"].tolist(), dtype="Int64")
     for k, v in reversed(ident.items()):
         deq.insert(0, k, [v] * len(deq))
-    events = recorder.frame()
-    return QueueRun(s, jobs, deq.astype(DEQUEUE_DTYPES), events)
+    return deq.astype(DEQUEUE_DTYPES)
 
 
 def run_many(scenarios: Sequence[QueueScenario]) -> QueueRun:

@@ -143,69 +143,13 @@ def _strings(where: Path, raw: dict[str, Any], name: str) -> tuple[str, ...]:
 
 
 def _checked(where: Path, raw: dict[str, Any]) -> Declaration:
-    known = {"keys", "argv", "reply", "label", "server_time"}
-    for name in raw:
-        if name not in known:
-            raise DeclarationError(
-                f"{where}: unknown field {name!r} (known: {', '.join(sorted(known))})"
-            )
-    keys = _strings(where, raw, "keys")
-    if not keys:
-        raise DeclarationError(f"{where}: keys must name at least one key")
-    for i, template in enumerate(keys, 1):
-        fields = _TEMPLATE_FIELD.findall(template)
-        for f in fields:
-            if f not in KEY_FIELDS:
-                raise DeclarationError(
-                    f"{where}: keys[{i}] {template!r}: unknown field {{{f}}} "
-                    f"(known: {', '.join('{' + k + '}' for k in KEY_FIELDS)})"
-                )
-        if "client" not in fields:
-            raise DeclarationError(
-                f"{where}: keys[{i}] {template!r} lies outside the client's hash tag: every key "
-                "must hold {client} (so a call's keys stay in one slot of a cluster)"
-            )
-        rest = _TEMPLATE_FIELD.sub("", template)
-        if "{" in rest or "}" in rest:
-            raise DeclarationError(f"{where}: keys[{i}] {template!r}: a stray brace")
-    argv = _strings(where, raw, "argv")
-    for i, name in enumerate(argv, 1):
-        if name not in ARGV_NAMES:
-            raise DeclarationError(
-                f"{where}: argv[{i}] {name!r} is not in the vocabulary ({', '.join(ARGV_NAMES)})"
-            )
-    reply = raw.get("reply")
-    if not isinstance(reply, dict):
-        raise DeclarationError(f"{where}: reply must be a table, e.g. reply = {{ allowed = 1 }}")
-    elements: dict[str, int] = {}
-    units = {"reset_unit": "ms", "retry_after_unit": "ms"}
-    for name, value in reply.items():
-        if name in units:
-            if value not in _UNITS:
-                raise DeclarationError(f"{where}: reply.{name} must be ms or s, got {value!r}")
-            units[name] = value
-            continue
-        if name not in REPLY_FIELDS:
-            raise DeclarationError(
-                f"{where}: reply.{name}: unknown (known: {', '.join(REPLY_FIELDS)}, "
-                "reset_unit, retry_after_unit)"
-            )
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise DeclarationError(
-                f"{where}: reply.{name} must be the element's position from 1, got {value!r}"
-            )
-        elements[name] = value
-    if "allowed" not in elements:
-        raise DeclarationError(
-            f"{where}: reply.allowed is required and missing: the position of the element that "
-            "says admitted (1) or refused (0 or false), e.g. reply = { allowed = 1 }"
-        )
-    label = raw.get("label", "")
-    if not isinstance(label, str):
-        raise DeclarationError(f"{where}: label must be a string, got {label!r}")
-    server_time = raw.get("server_time", False)
-    if not isinstance(server_time, bool):
-        raise DeclarationError(f"{where}: server_time must be true or false, got {server_time!r}")
+    """The declaration read at ``where``, each section checked in the order a reader meets them:
+    no unknown field, then the keys, the ARGV, the reply, and the label and server time."""
+    _known_fields_only(where, raw)
+    keys = _checked_keys(where, raw)
+    argv = _checked_argv(where, raw)
+    elements, units = _checked_reply(where, raw)
+    label, server_time = _checked_label_and_time(where, raw)
     return Declaration(
         where,
         keys,
@@ -216,6 +160,111 @@ def _checked(where: Path, raw: dict[str, Any]) -> Declaration:
         label,
         server_time,
     )
+
+
+def _known_fields_only(where: Path, raw: dict[str, Any]) -> None:
+    """A field the declaration does not know is a typo until proven otherwise: refuse it."""
+    known = {"keys", "argv", "reply", "label", "server_time"}
+    for name in raw:
+        if name not in known:
+            raise DeclarationError(
+                f"{where}: unknown field {name!r} (known: {', '.join(sorted(known))})"
+            )
+
+
+def _checked_keys(where: Path, raw: dict[str, Any]) -> tuple[str, ...]:
+    """The key templates: at least one, each built only from :data:`KEY_FIELDS` and each holding
+    ``{client}``, so every key of one call lies in the client's hash tag."""
+    keys = _strings(where, raw, "keys")
+    if not keys:
+        raise DeclarationError(f"{where}: keys must name at least one key")
+    for i, template in enumerate(keys, 1):
+        _checked_key(where, i, template)
+    return keys
+
+
+def _checked_key(where: Path, i: int, template: str) -> None:
+    """One key template (``keys[i]``): known fields, ``{client}`` among them, no stray brace."""
+    fields = _TEMPLATE_FIELD.findall(template)
+    for f in fields:
+        if f not in KEY_FIELDS:
+            raise DeclarationError(
+                f"{where}: keys[{i}] {template!r}: unknown field {{{f}}} "
+                f"(known: {', '.join('{' + k + '}' for k in KEY_FIELDS)})"
+            )
+    if "client" not in fields:
+        raise DeclarationError(
+            f"{where}: keys[{i}] {template!r} lies outside the client's hash tag: every key "
+            "must hold {client} (so a call's keys stay in one slot of a cluster)"
+        )
+    rest = _TEMPLATE_FIELD.sub("", template)
+    if "{" in rest or "}" in rest:
+        raise DeclarationError(f"{where}: keys[{i}] {template!r}: a stray brace")
+
+
+def _checked_argv(where: Path, raw: dict[str, Any]) -> tuple[str, ...]:
+    """The ARGV the script expects, every entry a name from :data:`ARGV_NAMES`."""
+    argv = _strings(where, raw, "argv")
+    for i, name in enumerate(argv, 1):
+        if name not in ARGV_NAMES:
+            raise DeclarationError(
+                f"{where}: argv[{i}] {name!r} is not in the vocabulary ({', '.join(ARGV_NAMES)})"
+            )
+    return argv
+
+
+def _checked_reply(where: Path, raw: dict[str, Any]) -> tuple[dict[str, int], dict[str, str]]:
+    """Where each field sits in the script's reply (1-based, ``allowed`` required), and the units
+    of its reset and retry-after (ms unless the declaration says s)."""
+    reply = raw.get("reply")
+    if not isinstance(reply, dict):
+        raise DeclarationError(f"{where}: reply must be a table, e.g. reply = {{ allowed = 1 }}")
+    elements: dict[str, int] = {}
+    units = {"reset_unit": "ms", "retry_after_unit": "ms"}
+    for name, value in reply.items():
+        if name in units:
+            units[name] = _checked_unit(where, name, value)
+        else:
+            elements[name] = _checked_position(where, name, value)
+    if "allowed" not in elements:
+        raise DeclarationError(
+            f"{where}: reply.allowed is required and missing: the position of the element that "
+            "says admitted (1) or refused (0 or false), e.g. reply = { allowed = 1 }"
+        )
+    return elements, units
+
+
+def _checked_unit(where: Path, name: str, value: Any) -> str:
+    """``reply.reset_unit`` or ``reply.retry_after_unit``: ms or s."""
+    if value not in _UNITS:
+        raise DeclarationError(f"{where}: reply.{name} must be ms or s, got {value!r}")
+    return str(value)
+
+
+def _checked_position(where: Path, name: str, value: Any) -> int:
+    """``reply.<field>``: a field from :data:`REPLY_FIELDS` at a position counted from 1."""
+    if name not in REPLY_FIELDS:
+        raise DeclarationError(
+            f"{where}: reply.{name}: unknown (known: {', '.join(REPLY_FIELDS)}, "
+            "reset_unit, retry_after_unit)"
+        )
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise DeclarationError(
+            f"{where}: reply.{name} must be the element's position from 1, got {value!r}"
+        )
+    return value
+
+
+def _checked_label_and_time(where: Path, raw: dict[str, Any]) -> tuple[str, bool]:
+    """The label shown for the script (a string) and whether its decisions follow the server's
+    own clock (true or false)."""
+    label = raw.get("label", "")
+    if not isinstance(label, str):
+        raise DeclarationError(f"{where}: label must be a string, got {label!r}")
+    server_time = raw.get("server_time", False)
+    if not isinstance(server_time, bool):
+        raise DeclarationError(f"{where}: server_time must be true or false, got {server_time!r}")
+    return label, server_time
 
 
 def check_name(name: str, where: str) -> str:
