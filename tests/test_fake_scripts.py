@@ -105,6 +105,49 @@ def test_replies_of_every_shape_are_the_same():
         assert _outcome(False, script) == _outcome(True, script), script
 
 
+CALLS = {
+    "a container and its subcommand": dict(
+        script="return redis.call('OBJECT', 'ENCODING', KEYS[1])",
+        keys=("k",),
+        setup=lambda c: c.set("k", "12"),
+    ),
+    "names in any case, looked up again": dict(
+        script="redis.call('incr', KEYS[1]) redis.call('InCr', KEYS[1]) "
+        "return redis.call('INCR', KEYS[1])",
+        keys=("k",),
+    ),
+    "numbers as arguments": dict(
+        script="redis.call('SET', KEYS[1], 2.5) redis.call('INCRBYFLOAT', KEYS[1], 0.1) "
+        "return redis.call('GET', KEYS[1])",
+        keys=("k",),
+    ),
+    "a table as an argument": dict(script="return redis.call('SET', 'k', {1})"),
+    "pcall of an unknown command, then a known one": dict(
+        script="local e = redis.pcall('NOPE') return {e['err'], redis.call('PING')}"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(CALLS))
+def test_redis_call_looked_up_once_says_what_fakeredis_says(kind):
+    """``redis.call``'s command is kept per connection once found: the same replies and
+    errors as fakeredis's own lookup on every call."""
+    assert _outcome(False, **CALLS[kind]) == _outcome(True, **CALLS[kind])
+
+
+@pytest.mark.parametrize("command", ["1", "nil"])
+def test_a_command_that_is_no_string_fails_as_fakeredis_fails(command):
+    """fakeredis's own lookup meets it (a user's script never gets here: its guard stops it)."""
+    failures = []
+    for plain in (True, False):
+        client = FakeRedisBackend().client
+        with plain_scripts() if plain else contextlib.nullcontext():
+            with pytest.raises(Exception) as info:  # noqa: PT011 - whatever fakeredis raises
+                client.eval(f"return redis.call({command})", 0)
+        failures.append(type(info.value))
+    assert failures[0] == failures[1]
+
+
 def test_each_algorithm_replies_the_same_both_ways(clock):
     for name, cls in ALGORITHMS.items():
         replies = []

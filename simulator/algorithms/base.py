@@ -253,6 +253,10 @@ class Limiter:
     #: hash tag), so that a run can be split by client into shards (:mod:`simulator.engine.shards`).
     #: False for a limiter whose clients share state, such as one budget for a queue's workers.
     per_client: ClassVar[bool] = True
+    #: True when its script is known to end quickly, so that a simulation may send its calls
+    #: in pipelines; False for a user's script, which goes one call at a time on a real server
+    #: so that a script stuck in a loop is stopped at its first call, not at every call in flight.
+    vetted: ClassVar[bool] = True
 
     def __init__(self, backend: Backend, limit: int, window_ms: int, **params: object) -> None:
         self.limit, self.window_ms = _checked(type(self).__name__, limit, window_ms)

@@ -8,6 +8,11 @@ server's busy-script limit) and the Lua heap to a cap (``script_memory_mib``, de
 the environment variables ``SIMULATOR_SCRIPT_TIME_S`` and ``SIMULATOR_SCRIPT_MEMORY_MIB`` change
 the defaults for every command. A script that breaks one stops the run with
 :class:`ScriptLimitError`, naming the script, its keys and the limit.
+
+A limiter's calls go straight to fakeredis's command execution
+(:class:`~simulator.backends.clock.DirectCalls`): the same ``EVALSHA``, the same replies and
+errors, without redis-py packing each call and the fake socket parsing it again. ``client`` (a
+redis-py client on the same server) stays for everything else: loading scripts, reading keys.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import fakeredis
+import redis
 
 from simulator.backends.base import Backend, ScriptError, ScriptLimitError
 from simulator.backends.clock import (
     SCRIPT_MEMORY_MIB,
     SCRIPT_TIME_S,
+    DirectCalls,
     VirtualClock,
     limit_scripts,
     script_limit_hit,
@@ -78,18 +85,31 @@ class FakeRedisBackend(Backend):
         self.server = fakeredis.FakeServer(version=(8, 8))
         self.client = fakeredis.FakeRedis(server=self.server)
         limit_scripts(self.server, self.script_time_s, self.script_memory_mib)
+        self.direct = DirectCalls(self.server)
 
     def follow(self, now_ms: Callable[[], float]) -> None:
         self.clock.follow(now_ms)
 
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         self.clock.activate()
-        try:
+        if script.command:  # the server's own command, no script: through redis-py
             return super().call(script, keys, args)
-        except ScriptError as exc:
+        direct = self.direct
+        try:
+            return direct.evalsha(direct.fields(script.sha, keys, args))
+        except redis.exceptions.NoScriptError:
+            self.client.script_load(script.source)
+            return self.call(script, keys, args)
+        except redis.exceptions.ResponseError as exc:
             hit = script_limit_hit(self.server)
-            if hit is None:
-                raise
-            raise ScriptLimitError(
-                f"script {script.name} {hit} on keys {list(keys)} (args {list(args)})"
-            ) from exc
+            if hit is not None:
+                raise ScriptLimitError(
+                    f"script {script.name} {hit} on keys {list(keys)} (args {list(args)})"
+                ) from exc
+            raise ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}") from exc
+
+    def close(self) -> None:
+        try:
+            self.direct.close()
+        finally:
+            super().close()

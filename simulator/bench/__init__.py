@@ -20,6 +20,7 @@ from simulator.bench.pipeline import bench_pipeline
 from simulator.bench.replay import bench_replay_stream
 from simulator.bench.scale import bench_scale
 from simulator.bench.servers import bench_servers
+from simulator.bench.simulate import bench_simulate
 from simulator.bench.telemetry import bench_telemetry
 
 __all__ = ["SECTIONS"]
@@ -30,6 +31,7 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "clock": bench_clock,
     "fake": bench_fake,
     "model": bench_model,
+    "simulate": bench_simulate,
     "accuracy": bench_accuracy,
     "telemetry": bench_telemetry,
     "servers": bench_servers,

@@ -2,7 +2,8 @@
 
 ``core``: how much the simulator costs on top of the scripts. For each algorithm the same number
 of decisions is made twice on the embedded fakeredis: once as a bare loop of ``EVALSHA`` calls
-(keys and arguments prepared in advance), once through the whole model (SimPy clients, limiter,
+(keys and arguments prepared in advance, each handed to the server as the limiter hands it: the
+backend's direct path), once through the whole model (SimPy clients, limiter,
 decision log, DataFrame). The ratio is simulator rate / raw rate; the goal is >= 0.9.
 
 ``clock``: a simulated hour of TTL-driven echomq, in wall time.
@@ -42,17 +43,13 @@ def _raw_rate(algorithm: str, decisions: int) -> float:
     calls = []
     for k in range(decisions):
         now = (k // CLIENTS) * 100 + k % CLIENTS
-        script, keys, args = limiter.call(f"user{k % CLIENTS}", now)
-        if script.command:
-            calls.append((now, (script.command, *keys, *args)))
-        else:
-            calls.append((now, ("EVALSHA", script.sha, len(keys), *keys, *args)))
-    run = backend.client.execute_command
-    backend.clock.activate()
+        calls.append((now, limiter.call(f"user{k % CLIENTS}", now)))
+    backend.preload({script for _, (script, _, _) in calls if not script.command})
+    call = backend.call
     start = time.perf_counter()
-    for now, words in calls:
+    for now, (script, keys, args) in calls:
         t_ms[0] = now
-        run(*words)
+        call(script, keys, args)
     return decisions / (time.perf_counter() - start)
 
 

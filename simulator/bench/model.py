@@ -71,8 +71,9 @@ def bench_model(
     out(f"{'algorithm':<20} {'decisions':>10} {'decisions/s':>12} {'of goal':>8}")
     rows: list[dict[str, object]] = []
     for algorithm, cls in ALGORITHMS.items():
-        run = partial(simulate, _scenario(algorithm, n))
         with registered(algorithm, in_python(cls)):
+            # made inside: a scenario resolves its algorithm's class when it is made
+            run = partial(simulate, _scenario(algorithm, n))
             elapsed, frame = best_of({"model": run}, REPEAT)["model"]
         made = len(frame)  # type: ignore[arg-type]
         rate = made / elapsed

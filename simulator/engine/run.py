@@ -30,6 +30,7 @@ def simulate(
     *,
     shards: int = 1,
     scheduler: Any = None,
+    pipelined: bool | None = None,
 ) -> pd.DataFrame:
     """Run ``scenario`` and return its decision log (one row per request).
 
@@ -40,6 +41,11 @@ def simulate(
     ``shards=N`` splits the clients into N shards, each simulated on its own fake server in a
     Dask task (``scheduler``: see :func:`simulator.engine.workers.dask_client`), and concatenates their
     logs: the same rows as one run (:mod:`simulator.engine.shards`).
+
+    When no client reacts to its answers, a real server gets the calls in pipelines, as a
+    replay sends a trace, with the same rows (:mod:`simulator.engine.pipelined`); ``pipelined``
+    True asks for that on the fake server too, False for one call at a time everywhere. The
+    frame's ``attrs["calls"]`` says which way the calls went.
     """
     if shards != 1 or scheduler is not None:
         if backend is not None or on_rows is not None:
@@ -48,7 +54,7 @@ def simulate(
                 "backend nor on_rows can be given with shards"
             )
         return simulate_sharded(scenario, shards, scheduler)
-    return simulate_whole(scenario, backend, on_rows)
+    return simulate_whole(scenario, backend, on_rows, pipelined=pipelined)
 
 
 @dataclass(frozen=True)

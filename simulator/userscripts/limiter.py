@@ -84,6 +84,8 @@ class UserScript(Limiter):
     #: Every key a script is given holds the client's hash tag (the declaration is refused
     #: otherwise), so its clients never share state: a run of it can be split by client.
     per_client = True
+    #: Not known to end quickly: a simulation on a real server calls it one request at a time.
+    vetted = False
 
     def __init__(self, backend: Any, limit: int, window_ms: int, **params: object) -> None:
         super().__init__(backend, limit, window_ms, **params)
