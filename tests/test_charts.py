@@ -23,13 +23,13 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator
 
 from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.palette import MIN_CHROMA, MIN_DELTA_E, chroma, delta_e
 from simulator.charts import LABELS, PALETTE, ROLE_COLOURS, order, save, subplots
 from simulator.charts import accuracy as accuracy_charts
 from simulator.charts import burst as burst_charts
 from simulator.charts import memory as memory_charts
 from simulator.charts import queue as queue_charts
 from simulator.charts import servers as server_charts
-from simulator.charts.palette import MIN_CHROMA, MIN_DELTA_E, chroma, delta_e
 from simulator.checks import ConfigError
 from simulator.engine.run import boundary_burst
 from simulator.paths import DATA_DIR

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from simulator.algorithms import ALGORITHMS
-from simulator.charts.palette import check_colours
+from simulator.algorithms.palette import ROLE_COLOURS, check_colours
 
 __all__ = [
     "PALETTE",
@@ -25,20 +25,10 @@ __all__ = [
     "subplots",
 ]
 
-#: Colours of roles that are not algorithms, so that no algorithm's colour is borrowed.
-ROLE_COLOURS = {
-    "exact": "#555555",
-    "local": "#9467bd",  # a counter inside each worker
-    "split": "#8c564b",  # INCR and PEXPIRE as two commands
-    "shared_queue": "#7f7f7f",  # one queue for everybody
-    "per_room": "#17becf",  # one queue per room
-    "variant": "#bcbd22",  # a tuned variant of a design
-}
-
 
 class _Palette(Mapping[str, str]):
     """An algorithm's colour from the registry, or a role's from :data:`ROLE_COLOURS`; the
-    registry's colours are held to the colour rule (:mod:`simulator.charts.palette`) first."""
+    registry's colours are held to the colour rule (:mod:`simulator.algorithms.palette`) first."""
 
     def __getitem__(self, name: str) -> str:
         check_colours({n: cls.colour for n, cls in ALGORITHMS.items()}, ROLE_COLOURS)

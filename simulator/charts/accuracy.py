@@ -181,13 +181,13 @@ def schedule_figure(
         top.bar(t_s, refused, width=width, bottom=admitted, color="#cccccc", label="refused")
         tallest = max(int((admitted + refused).max()), 1)
         # Bars closer than a label's width take turns: every other label a line higher.
-        gap_s, last_t, raised = span / 1000 * 0.06, None, False
+        gap_s, last_t, raised = span / 1000 * 0.1, None, False
         for t, a, r in zip(t_s, admitted, refused, strict=True):
             raised = last_t is not None and t - last_t < gap_s and not raised
-            lift = 0.22 * tallest if raised else 0
+            lift = 0.45 * tallest if raised else 0
             top.text(t, a + r + lift, f"{a + r}", ha="center", va="bottom", fontsize=8)
             last_t = t
-        top.set_ylim(0, 1.55 * tallest)
+        top.set_ylim(0, 2.0 * tallest)
         top.set_title(LABELS[algorithm], fontsize=10)
         lo = max(int(frame["t_ms"].min()) - window_ms // 4, 0)
         hi = lo + span

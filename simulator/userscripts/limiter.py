@@ -25,10 +25,9 @@ from typing import Any, ClassVar
 
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import Limiter, MemoryModel, Param, ServerTime
+from simulator.algorithms.palette import CANDIDATES, ROLE_COLOURS, free_colour
 from simulator.algorithms.scripts import add
 from simulator.backends import FakeRedisBackend, ScriptError
-from simulator.charts import ROLE_COLOURS
-from simulator.charts.palette import CANDIDATES, free_colour
 from simulator.checks import ConfigError
 from simulator.keys import hash_tag
 from simulator.records import Decision
@@ -53,7 +52,7 @@ __all__ = [
 ]
 
 #: Colours offered to users' scripts first; each keeps the palette's colour rule beside the
-#: registered algorithms and the roles (:func:`simulator.charts.palette.free_colour` picks).
+#: registered algorithms and the roles (:func:`simulator.algorithms.palette.free_colour` picks).
 SCRIPT_COLOURS = CANDIDATES
 
 

@@ -23,7 +23,18 @@ from matplotlib.colors import hsv_to_rgb, to_hex, to_rgb
 
 from simulator.checks import ConfigError
 
+#: Colours of roles that are not algorithms, so that no algorithm's colour is borrowed.
+ROLE_COLOURS = {
+    "exact": "#555555",
+    "local": "#9467bd",  # a counter inside each worker
+    "split": "#8c564b",  # INCR and PEXPIRE as two commands
+    "shared_queue": "#7f7f7f",  # one queue for everybody
+    "per_room": "#17becf",  # one queue per room
+    "variant": "#bcbd22",  # a tuned variant of a design
+}
+
 __all__ = [
+    "ROLE_COLOURS",
     "MIN_CHROMA",
     "MIN_DELTA_E",
     "CANDIDATES",
