@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -90,21 +91,25 @@ class SlidingCounter(Limiter):
     label = "Sliding window counter"
     colour = "#1f77b4"
     scripts = ("sliding_counter",)
-    reference = SlidingCounterRef
+    reference: ClassVar[type[Reference]] = SlidingCounterRef
     bulk = staticmethod(bulk)
     # two counters
-    memory = MemoryModel(lambda limit, key: 2 * (key + 8), states=("steady", "seam"), windows=2)
+    memory: ClassVar[MemoryModel | None] = MemoryModel(
+        lambda limit, key: 2 * (key + 8), states=("steady", "seam"), windows=2
+    )
+    #: What its keys start with (a variant of it keeps its own).
+    prefix: ClassVar[str] = "rl:sc"
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         tag, idx = hash_tag(client), now_ms // self.window_ms
-        return (f"rl:sc:{tag}:{idx}", f"rl:sc:{tag}:{idx - 1}")
+        return (f"{self.prefix}:{tag}:{idx}", f"{self.prefix}:{tag}:{idx - 1}")
 
     def fields(
         self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
     ) -> tuple[int, list[str | list[str]]]:
         w = self.window_ms
         cells = list(zip(map(hash_tag, clients), [t // w for t in t_ms], strict=True))
-        current = [f"rl:sc:{tag}:{idx}" for tag, idx in cells]
-        previous = [f"rl:sc:{tag}:{idx - 1}" for tag, idx in cells]
+        current = [f"{self.prefix}:{tag}:{idx}" for tag, idx in cells]
+        previous = [f"{self.prefix}:{tag}:{idx - 1}" for tag, idx in cells]
         times, limit = list(map(str, t_ms)), str(self.limit)
         return 2, [current, previous, times, str(w), limit, cost_field(costs)]

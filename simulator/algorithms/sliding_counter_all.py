@@ -10,12 +10,11 @@ counter that counts only admitted hits lets it through at the rate.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 
-from simulator.algorithms.base import NEVER, Limiter, Reference, cost_field
-from simulator.keys import hash_tag
+from simulator.algorithms.base import NEVER, Reference
+from simulator.algorithms.sliding_counter import SlidingCounter
 from simulator.records import Decision
 
 __all__ = ["SlidingCounterAll", "SlidingCounterAllRef"]
@@ -85,8 +84,9 @@ def bulk(
     return np.array(allowed, dtype=bool), np.array(counts, dtype="float64")
 
 
-class SlidingCounterAll(Limiter):
-    """Sliding window counter whose refused hits count too (Kong's)."""
+class SlidingCounterAll(SlidingCounter):
+    """Sliding window counter whose refused hits count too (Kong's): the sliding counter's keys
+    and calls, under a prefix of its own, with a script that counts every hit."""
 
     name = "sliding_counter_all"
     label = "Sliding counter, refusals counted (Kong)"
@@ -94,17 +94,5 @@ class SlidingCounterAll(Limiter):
     scripts = ("sliding_counter_all",)
     reference = SlidingCounterAllRef
     bulk = staticmethod(bulk)
-
-    def keys(self, client: str, now_ms: int) -> Sequence[str]:
-        tag, idx = hash_tag(client), now_ms // self.window_ms
-        return (f"rl:sca:{tag}:{idx}", f"rl:sca:{tag}:{idx - 1}")
-
-    def fields(
-        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
-    ) -> tuple[int, list[str | list[str]]]:
-        w = self.window_ms
-        cells = list(zip(map(hash_tag, clients), [t // w for t in t_ms], strict=True))
-        current = [f"rl:sca:{tag}:{idx}" for tag, idx in cells]
-        previous = [f"rl:sca:{tag}:{idx - 1}" for tag, idx in cells]
-        times, limit = list(map(str, t_ms)), str(self.limit)
-        return 2, [current, previous, times, str(w), limit, cost_field(costs)]
+    memory = None  # not weighed: its keys are the sliding counter's
+    prefix = "rl:sca"
