@@ -79,11 +79,12 @@ CASES = [
         [(1, 10, None), (0, 11, None), (0, 4, "4"), (0, 7, "7")],
     ),
     # INCREX's reply says nothing of the window's end: no t when admitted, and a refusal's
-    # retry is the whole window, the longest wait there can be
+    # retry is the longest wait there can be: the whole window, and 1 ms for the first-hit
+    # counter (alive at its expiry instant), 10.001 s rounded up
     (
         "increx",
         [0, 0, 9999, 10_000],
-        [(1, None, None), (0, None, None), (0, 10, "10"), (0, 10, "10")],
+        [(1, None, None), (0, None, None), (0, 11, "11"), (0, 11, "11")],
     ),
     (
         "increx_grid",

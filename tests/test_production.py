@@ -76,13 +76,18 @@ def test_an_increx_call_is_the_command_itself_one_per_decision():
     assert count.commands == 20
 
 
-def test_an_increx_reply_tells_no_reset_and_a_refusal_waits_a_window_at_most():
+def test_an_increx_reply_tells_no_reset_and_a_refusal_waits_a_window_and_1_ms_at_most():
     now = [0]
     limiter = ALGORITHMS["increx"](FakeRedisBackend(lambda: now[0]), 2, 1000)
     first, second, third = (limiter.decide("u", 0) for _ in range(3))
     assert (first.allowed, first.remaining, first.reset_ms) == (True, 1, -1)
-    assert (third.allowed, third.retry_after_ms) == (False, 1000)
-    assert limiter.decide("u", 0, 3).retry_after_ms == -1  # more than the limit: never
+    # the counter is still there at its expiry instant (1000) and gone 1 ms later
+    assert (third.allowed, third.retry_after_ms) == (False, 1001)
+    now[0] = 1000
+    assert not limiter.decide("u", 1000).allowed
+    now[0] = 1001
+    assert limiter.decide("u", 1001).allowed
+    assert limiter.decide("u", 1001, 3).retry_after_ms == -1  # more than the limit: never
 
 
 def test_a_server_without_increx_is_said_in_one_line():

@@ -11,7 +11,9 @@ request a cheaper one may still pass here and not there).
 There is no script: the call *is* the command (:func:`~simulator.calls.native`), one operation
 per decision. The reply is ``[counter, added]``, which says whether the hit was admitted and what
 the counter holds, and not when the window ends: ``reset_ms`` is -1 ("not said") and a refusal's
-``retry_after_ms`` is the window, the longest wait there can be. A request that costs more than the
+``retry_after_ms`` is the longest wait there can be: the window and 1 ms for the first-hit
+counter (a key is still there at its expiry instant, gone 1 ms later), the window for the grid
+(the next cell's key is a new one at the seam). A request that costs more than the
 limit is never sent to INCREX: the limiter reads the counter (``GET``) and refuses it for good.
 Valkey 9.1 and Redis 7 have no INCREX; a run there says so.
 """
@@ -32,7 +34,7 @@ from simulator.records import Decision
 __all__ = ["IncrexFirstHit", "IncrexGrid", "IncrexFirstHitRef", "IncrexGridRef"]
 
 
-def _decision(reply: Any, limit: int, window_ms: int) -> Decision:
+def _decision(reply: Any, limit: int, longest_wait_ms: int) -> Decision:
     """One reply: INCREX's ``[counter, added]``, or GET's counter for a cost never admitted."""
     if not isinstance(reply, list | tuple):
         counter = int(reply or 0)
@@ -40,13 +42,16 @@ def _decision(reply: Any, limit: int, window_ms: int) -> Decision:
     counter, added = int(reply[0]), int(reply[1])
     if added:
         return Decision(True, float(counter), limit, limit - counter, -1, 0)
-    return Decision(False, float(counter), limit, max(0, limit - counter), -1, window_ms)
+    return Decision(False, float(counter), limit, max(0, limit - counter), -1, longest_wait_ms)
 
 
 class IncrexFirstHitRef(Reference):
     """The counter and its expiry per client, as INCREX keeps them (gone once now is past it)."""
 
     name = "increx"
+    #: A refused client's longest wait past the window: the counter is still there at its
+    #: expiry instant and gone 1 ms later (on the grid, the seam starts a new key: 0).
+    after_expiry_ms = 1
 
     def __init__(self, limit: int, window_ms: int) -> None:
         super().__init__(limit, window_ms)
@@ -64,7 +69,8 @@ class IncrexFirstHitRef(Reference):
         if cost > limit:
             return Decision(False, float(count), limit, max(0, limit - count), -1, NEVER)
         if count + cost > limit:
-            return Decision(False, float(count), limit, max(0, limit - count), -1, w)
+            wait = w + self.after_expiry_ms
+            return Decision(False, float(count), limit, max(0, limit - count), -1, wait)
         count += cost
         if expire_at == -1:
             expire_at = expiry
@@ -76,6 +82,7 @@ class IncrexGridRef(IncrexFirstHitRef):
     """One counter per client and grid cell, expiring at the cell's end."""
 
     name = "increx_grid"
+    after_expiry_ms = 0
 
     def _cell(self, client: str, now_ms: int) -> tuple[str, int]:
         idx = now_ms // self.window_ms
@@ -110,6 +117,7 @@ class IncrexFirstHit(ServerTime, Limiter):
     commands = ("INCREX", "GET")
     reference = IncrexFirstHitRef
     bulk = staticmethod(first_hit_bulk)
+    after_expiry_ms = IncrexFirstHitRef.after_expiry_ms
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:ix:{hash_tag(client)}",)
@@ -132,7 +140,7 @@ class IncrexFirstHit(ServerTime, Limiter):
         return self.parse(self.backend.call(*self.call(client, now_ms, cost)))
 
     def parse(self, reply: Sequence[Any]) -> Decision:  # type: ignore[override]
-        return _decision(reply, self.limit, self.window_ms)
+        return _decision(reply, self.limit, self.window_ms + self.after_expiry_ms)
 
     def fields(
         self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None
@@ -160,6 +168,7 @@ class IncrexGrid(IncrexFirstHit):
     colour = "#1b9e77"  # the colour rule: "#843c39" was a Delta E of 12 from the split role
     reference = IncrexGridRef
     bulk = staticmethod(grid_bulk)
+    after_expiry_ms = IncrexGridRef.after_expiry_ms
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:ixg:{hash_tag(client)}:{now_ms // self.window_ms}",)
