@@ -157,8 +157,10 @@ def _summary(page: Page, scroll: str | None = None) -> str:
                 f"for (const e of document.querySelectorAll('{scroll}')) e.scrollTop = 1e9"
             )
         found = page.locator(".explorer-summary")
-        if found.count() and LINE.search(found.first.inner_text()):
-            return found.first.inner_text()
+        # read once: a run that starts in between (a cell run again) empties the summary
+        text = found.first.inner_text() if found.count() else ""
+        if LINE.search(text):
+            return text
         page.wait_for_timeout(500)
     raise AssertionError("the explorer's summary never appeared")
 
@@ -181,7 +183,9 @@ def _run_after(page: Page, run: int, limit: int) -> str:
         text = status.inner_text()
         m = re.search(r"run (\d+):.* limit ([\d,]+) per", text)
         if m and int(m.group(1)) >= run and int(m.group(2).replace(",", "")) == limit:
-            return page.locator(".explorer-summary").first.inner_text()
+            summary = page.locator(".explorer-summary").first.inner_text()
+            if LINE.search(summary):  # not emptied by a run that started since
+                return summary
         page.wait_for_timeout(300)
     raise AssertionError(f"no run at limit {limit} was drawn; status: {status.inner_text()}")
 
