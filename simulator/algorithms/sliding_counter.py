@@ -18,7 +18,40 @@ from simulator.algorithms.base import NEVER, Limiter, MemoryModel, Reference, co
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
-__all__ = ["SlidingCounter", "SlidingCounterRef"]
+__all__ = ["SlidingCounter", "SlidingCounterRef", "Cells"]
+
+
+class Cells:
+    """One client's two grid windows at ``now_ms``, as the script reads them: the counts, the
+    estimate, and how long a count ``c`` keeps a request of room ``room`` refused."""
+
+    __slots__ = ("idx", "elapsed", "cur", "prev", "estimate", "reset", "w", "limit")
+
+    def __init__(
+        self, counts: dict[tuple[str, int], int], client: str, now_ms: int, w: int, limit: int
+    ):
+        self.w, self.limit = w, limit
+        self.idx, self.elapsed = divmod(now_ms, w)
+        self.cur = counts.get((client, self.idx), 0)
+        self.prev = counts.get((client, self.idx - 1), 0)
+        # same operations, same order as the Lua
+        self.estimate = self.cur + self.prev * (w - self.elapsed) / w
+        self.reset = w - self.elapsed
+
+    def wait(self, c: int, room: float) -> int:
+        """Until the estimate over a count ``c`` falls below ``room``: within the next window
+        while ``c`` alone is under it (the previous window's share fades), else past it too."""
+        w, prev = self.w, self.prev
+        if c < room:
+            return math.floor((w * prev - (room - c) * w) / prev) + 1 - self.elapsed
+        return self.reset + math.floor((w * c - room * w) / c) + 1
+
+    def reset_for(self, c: int) -> int:
+        """The grid end, unless a request of cost 1 would still be refused there."""
+        w, limit = self.w, self.limit
+        if c + self.prev * (w - self.elapsed) / w < limit:
+            return self.reset
+        return max(self.reset, self.wait(c, limit))
 
 
 class SlidingCounterRef(Reference):
@@ -29,36 +62,16 @@ class SlidingCounterRef(Reference):
         self.counts: dict[tuple[str, int], int] = {}
 
     def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
-        w, limit = self.window_ms, self.limit
-        idx, elapsed = divmod(now_ms, w)
-        cur = self.counts.get((client, idx), 0)
-        prev = self.counts.get((client, idx - 1), 0)
-        estimate = cur + prev * (w - elapsed) / w  # same operations, same order as the Lua
-        reset = w - elapsed
-
-        def reset_for(c: int) -> int:
-            # the grid end, unless a request of cost 1 would still be refused there
-            if c + prev * (w - elapsed) / w < limit:
-                wait = 0
-            elif c < limit:
-                wait = math.floor((w * prev - (limit - c) * w) / prev) + 1 - elapsed
-            else:
-                wait = reset + math.floor((w * c - limit * w) / c) + 1
-            return max(reset, wait)
-
-        room = limit - cost + 1
+        limit = self.limit
+        at = Cells(self.counts, client, now_ms, self.window_ms, limit)
+        estimate, cur, room = at.estimate, at.cur, limit - cost + 1
         if cost <= limit and estimate < room:
-            self.counts[(client, idx)] = cur + cost
+            self.counts[(client, at.idx)] = cur + cost
             remaining = max(0, math.ceil(limit - (estimate + cost)))
-            return Decision(True, estimate, limit, remaining, reset_for(cur + cost), 0)
-        if cost > limit:
-            wait = NEVER
-        elif cur < room:
-            wait = math.floor((w * prev - (room - cur) * w) / prev) + 1 - elapsed
-        else:
-            wait = reset + math.floor((w * cur - room * w) / cur) + 1
+            return Decision(True, estimate, limit, remaining, at.reset_for(cur + cost), 0)
+        wait = NEVER if cost > limit else at.wait(cur, room)
         left = max(0, math.ceil(limit - estimate))  # a refusal counts nothing
-        return Decision(False, estimate, limit, left, reset_for(cur), wait)
+        return Decision(False, estimate, limit, left, at.reset_for(cur), wait)
 
 
 def bulk(

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from simulator.algorithms.base import NEVER, Reference
-from simulator.algorithms.sliding_counter import SlidingCounter
+from simulator.algorithms.sliding_counter import Cells, SlidingCounter
 from simulator.records import Decision
 
 __all__ = ["SlidingCounterAll", "SlidingCounterAllRef"]
@@ -28,37 +28,18 @@ class SlidingCounterAllRef(Reference):
         self.counts: dict[tuple[str, int], int] = {}
 
     def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
-        w, limit = self.window_ms, self.limit
-        idx, elapsed = divmod(now_ms, w)
-        cur = self.counts.get((client, idx), 0)
-        prev = self.counts.get((client, idx - 1), 0)
-        estimate = cur + prev * (w - elapsed) / w  # same operations, same order as the Lua
-        reset = w - elapsed
-
-        def reset_for(c: int) -> int:
-            # the grid end, unless a request of cost 1 would still be refused there
-            if c + prev * (w - elapsed) / w < limit:
-                wait = 0
-            elif c < limit:
-                wait = math.floor((w * prev - (limit - c) * w) / prev) + 1 - elapsed
-            else:
-                wait = reset + math.floor((w * c - limit * w) / c) + 1
-            return max(reset, wait)
-
-        room = limit - cost + 1
+        limit = self.limit
+        at = Cells(self.counts, client, now_ms, self.window_ms, limit)
+        estimate, cur, room = at.estimate, at.cur, limit - cost + 1
         if cost > limit:  # never admitted, so not counted
             left = max(0, math.ceil(limit - estimate))
-            return Decision(False, estimate, limit, left, reset_for(cur), NEVER)
+            return Decision(False, estimate, limit, left, at.reset_for(cur), NEVER)
         counted = cur + cost  # admitted or not, it counts
-        self.counts[(client, idx)] = counted
+        self.counts[(client, at.idx)] = counted
         left = max(0, math.ceil(limit - (estimate + cost)))
         if estimate < room:
-            return Decision(True, estimate, limit, left, reset_for(counted), 0)
-        if counted < room:
-            wait = math.floor((w * prev - (room - counted) * w) / prev) + 1 - elapsed
-        else:
-            wait = reset + math.floor((w * counted - room * w) / counted) + 1
-        return Decision(False, estimate, limit, left, reset_for(counted), wait)
+            return Decision(True, estimate, limit, left, at.reset_for(counted), 0)
+        return Decision(False, estimate, limit, left, at.reset_for(counted), at.wait(counted, room))
 
 
 def bulk(
