@@ -243,6 +243,10 @@ class Limiter:
     #: True when decisions depend on the server's own clock (the key's TTL is the window): set
     #: by inheriting :class:`ServerTime`.
     uses_server_time: ClassVar[bool] = False
+    #: Which window it counts, for drawing it: ``trailing`` (t - W, t], ``grid`` (the clock
+    #: grid's cell), ``two_grids`` (the cell and the one before, weighed) or ``first_hit`` (W
+    #: from a client's first admitted request, ending when its key expires).
+    counted_window: ClassVar[str] = "trailing"
     #: The pure-Python twin, request by request.
     reference: ClassVar[type[Reference]]
     #: How the memory study builds and sums up its keys (None: not in the memory study).

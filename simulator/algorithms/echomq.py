@@ -88,6 +88,7 @@ class EchoMQ(ServerTime, Limiter):
     """First-hit anchored window as EchoMQ budgets a queue; the window is the counter's TTL."""
 
     name = "echomq"
+    counted_window = "first_hit"
     label = "Fixed window (first hit, EchoMQ)"
     colour = "#ff7f0e"
     scripts = ("echomq_admit", "echomq_ttl")

@@ -62,6 +62,7 @@ class FixedWindow(Limiter):
     """Clock-aligned fixed window: the key holds ``floor(now / window)``."""
 
     name = "fixed_window"
+    counted_window = "grid"
     label = "Fixed window (clock grid)"
     colour = "#d62728"
     scripts = ("fixed_window",)

@@ -112,6 +112,7 @@ class IncrexFirstHit(ServerTime, Limiter):
     """``INCREX key BYINT cost UBOUND limit PX window ENX``: the first-hit window in one command."""
 
     name = "increx"
+    counted_window = "first_hit"
     label = "INCREX (first hit, Redis 8.8)"
     colour = "#8c6d31"
     commands = ("INCREX", "GET")
@@ -164,6 +165,7 @@ class IncrexGrid(IncrexFirstHit):
     whose refused hits are not counted."""
 
     name = "increx_grid"
+    counted_window = "grid"
     label = "INCREX (clock grid, Redis 8.8)"
     colour = "#1b9e77"  # the colour rule: "#843c39" was a Delta E of 12 from the split role
     reference = IncrexGridRef

@@ -101,6 +101,7 @@ class SlidingCounter(Limiter):
     """Sliding window counter: current + previous grid window, weighted by overlap."""
 
     name = "sliding_counter"
+    counted_window = "two_grids"
     label = "Sliding window counter"
     colour = "#1f77b4"
     scripts = ("sliding_counter",)

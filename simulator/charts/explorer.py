@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from simulator import metrics
+from simulator.algorithms import ALGORITHMS
 from simulator.charts import LABELS, PALETTE
 
 __all__ = ["Rows", "Marks", "marks_of", "windows_at", "ROW_PX"]
@@ -81,15 +82,18 @@ def marks_of(frame: pd.DataFrame, client: str | None, window_ms: int, origin_ms:
 def windows_at(
     algorithm: str, t_ms: int, window_ms: int, reset_ms: int | None = None
 ) -> list[tuple[int, int]]:
-    """The windows (start, end) in ms that ``algorithm`` counts at ``t_ms``: the first of two is
-    the previous grid window the sliding counter weighs."""
+    """The windows (start, end) in ms that ``algorithm`` counts at ``t_ms``, as its registry
+    entry says (``Limiter.counted_window``): the first of two is the previous grid window a
+    sliding counter weighs; a first-hit window needs the decision's ``reset_ms``."""
     w_ms = window_ms
     grid = t_ms // w_ms * w_ms
-    if algorithm == "fixed_window":
+    cls = ALGORITHMS.get(algorithm)
+    kind = cls.counted_window if cls is not None else "trailing"
+    if kind == "grid":
         return [(grid, grid + w_ms)]
-    if algorithm == "sliding_counter":
+    if kind == "two_grids":
         return [(grid - w_ms, grid), (grid, grid + w_ms)]
-    if algorithm == "echomq" and reset_ms is not None and reset_ms >= 0:
+    if kind == "first_hit" and reset_ms is not None and reset_ms >= 0:
         return [(t_ms + reset_ms - w_ms, t_ms + reset_ms)]
     return [(t_ms - w_ms, t_ms)]
 
