@@ -329,15 +329,25 @@ def _kernels(server: subprocess.Popen[bytes]) -> list[int]:
     return found
 
 
-def _valkeys(server: subprocess.Popen[bytes]) -> list[int]:
+def _running(server: subprocess.Popen[bytes], word: bytes) -> list[int]:
+    """The server's descendants whose command line holds ``word``."""
     found = []
     for pid in _children(server.pid):
         try:
-            if b"valkey-server" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if word in Path(f"/proc/{pid}/cmdline").read_bytes() and _alive(pid):
                 found.append(pid)
         except OSError:
             continue
     return found
+
+
+def _valkeys(server: subprocess.Popen[bytes]) -> list[int]:
+    return _running(server, b"valkey-server")
+
+
+def _workers(server: subprocess.Popen[bytes]) -> list[int]:
+    """The explorer's worker processes (and multiprocessing's own helpers) of any kernel."""
+    return _running(server, b"multiprocessing")
 
 
 def _alive(pid: int) -> bool:
@@ -351,6 +361,7 @@ def _alive(pid: int) -> bool:
 def test_closed_pages_leave_no_kernels_or_servers(workdir, tmp_path):
     server, url = _voila(workdir, tmp_path, idle_s=3, every_s=1)
     valkeys: list[int] = []
+    workers: set[int] = set()
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
@@ -360,6 +371,8 @@ def test_closed_pages_leave_no_kernels_or_servers(workdir, tmp_path):
                     page.set_default_timeout(WAIT_MS)
                     page.goto(url + "/")
                     _summary(page)
+                    workers.update(_workers(server))  # by pid: an orphan leaves the tree
+                    assert workers, "the page's worker processes were not found"
                     if visit == 0:  # this visitor starts an embedded Valkey
                         backend = page.locator(".widget-dropdown", has_text="backend")
                         backend.locator("select").select_option(label="embedded Valkey")
@@ -370,9 +383,12 @@ def test_closed_pages_leave_no_kernels_or_servers(workdir, tmp_path):
             finally:
                 browser.close()
         deadline = time.monotonic() + WAIT_MS / 1000
-        while (_kernels(server) or any(map(_alive, valkeys))) and time.monotonic() < deadline:
+        while (
+            _kernels(server) or any(map(_alive, valkeys)) or any(map(_alive, workers))
+        ) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert _kernels(server) == [], "kernels of closed pages are still running"
+        assert not any(map(_alive, workers)), "worker processes of closed pages still run"
         assert not any(map(_alive, valkeys)), "a closed page's Valkey is still running"
     finally:
         _stop(server)

@@ -376,7 +376,9 @@ def test_a_long_trace_is_drawn_in_hours_with_few_ticks(tmp_path):
 
 
 def test_the_limits_next_to_the_one_shown_are_run_ahead_and_a_change_stops_that():
-    explorer = Explorer(Settings(duration_s=20))
+    # in this process, where each algorithm's run can be counted (test_explore_pool.py has
+    # the worker processes)
+    explorer = Explorer(Settings(duration_s=20), workers=0)
     try:
         explorer.refresh()
         explorer._pool.submit(lambda: None).result()  # the run ahead has finished

@@ -16,7 +16,9 @@ state being in their widgets (what a reader waits for, the debounce included):
 - **the whole sample access log** (10,000 requests, every algorithm), and the preset's
   ten-minute slice of it; goal: the whole log in at most 3 s.
 
-Figures are printed with the machine's load average (``/proc/loadavg``); nothing is asserted.
+The explorer runs each algorithm on one of its worker processes (one per core, two at most;
+``SIMULATOR_EXPLORER_WORKERS`` sets another number, 0 for none), so the figures depend on how many
+cores are free: figures are printed with the machine's load average (``/proc/loadavg``); nothing is asserted.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 __all__ = ["bench_explorer"]
 
@@ -48,6 +51,13 @@ def _figures(seconds: list[float]) -> tuple[float, float, str]:
     median = statistics.median(ordered)
     p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
     return median, p90, f"median {median:.3f} s, p90 {p90:.3f} s, best {ordered[0]:.3f} s"
+
+
+def _workers(explorer: Any) -> str:
+    pool = explorer.runner.pool
+    if pool is None:
+        return "the explorer's own process"
+    return f"{pool.workers} worker process{'es' * (pool.workers != 1)} (an algorithm each)"
 
 
 def _verdict(value: float, goal: float) -> str:
@@ -87,8 +97,8 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
         out(
             f"explorer: default scenario, {len(settings.algorithms)} algorithms on their Lua "
             f"scripts, {len(settings.traffic.clients())} clients, {settings.duration_s:g} s "
-            f"simulated, {first.decisions:,} decisions a run; debounce {explorer.debounce_s} s "
-            f"included; {_load()}"
+            f"simulated, {first.decisions:,} decisions a run; runs on {_workers(explorer)}; "
+            f"debounce {explorer.debounce_s} s included; {_load()}"
         )
 
         def change(limit: int) -> float:

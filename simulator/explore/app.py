@@ -12,7 +12,8 @@ and the exact log's count at that instant.
 
 While the reader looks at a run, the same settings with the limit one step up and one step down
 run into the cache (stopped by any change or step), so a slider moved by one notch is drawn at
-once. A change of a control marks the figure as stale at once (dimmed, "running") and, after a moment
+once. The runs themselves go to a few worker processes (one per core, see
+:mod:`simulator.explore.pool`), an algorithm each, and end with the explorer. A change of a control marks the figure as stale at once (dimmed, "running") and, after a moment
 (``debounce_s``) for the next change - a slider being dragged sends many - one run starts in a
 worker thread, so the page stays responsive. A run that a newer change overtakes stops at its
 next decision (:class:`~simulator.explore.runs.Cancelled`) and draws nothing. A bad value names
@@ -40,6 +41,7 @@ from simulator.backends import Backend
 from simulator.backends.direct import DirectFakeBackend
 from simulator.charts.explorer import Rows
 from simulator.explore.controls import Controls
+from simulator.explore.pool import default_workers
 from simulator.explore.presets import PRESETS, TRY_FIRST
 from simulator.explore.runs import EXACT, Cancelled, Outcome, Runner, Summary, summary_line
 from simulator.explore.settings import BACKENDS, Settings, expected_requests, with_limit
@@ -73,11 +75,16 @@ class Explorer:
         debounce_s: float = 0.02,
         progress_from: float = 20_000,
         look_ahead: bool = True,
+        workers: int | None = None,
     ) -> None:
         self.debounce_s, self.progress_from = debounce_s, progress_from
         self.look_ahead = look_ahead
         self.controls = Controls(settings or Settings())
-        self.runner = Runner(self._backend_for, self._empty)
+        self.runner = Runner(
+            self._backend_for,
+            self._empty,
+            workers=default_workers() if workers is None else workers,
+        )
         self.status = w.HTML("not run yet").add_class("explorer-status")
         self.progress = w.FloatProgress(
             value=0, min=0, max=1, layout=w.Layout(visibility="hidden", width="12em")
@@ -188,6 +195,7 @@ class Explorer:
             if self._timer is not None:
                 self._timer.cancel()
         self._pool.shutdown(wait=True)
+        self.runner.close()
         for stepper in self._steppers.values():
             stepper.close()
         self._steppers.clear()

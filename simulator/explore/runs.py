@@ -22,7 +22,8 @@ import hashlib
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,10 @@ from simulator.algorithms.scripts import load
 from simulator.backends import Backend
 from simulator.backends.direct import DirectFakeBackend
 from simulator.checks import ConfigError
-from simulator.engine.model import Row
-from simulator.engine.run import simulate
-from simulator.explore.settings import TRACE_FORMATS, Settings, scenario_for
+from simulator.explore.pool import Job, NotHere, Pool, decide, poolable
+from simulator.explore.settings import TRACE_FORMATS, Settings
 from simulator.fastref import decide_bulk
 from simulator.metrics import rolling_admitted
-from simulator.playback.run import replay
 from simulator.playback.traces import TraceError, read_trace
 
 __all__ = [
@@ -155,13 +154,24 @@ class Runner:
         reset: Callable[[Backend], None] | None = None,
         cache_size: int = 240,
         most_requests: int = 500_000,
+        workers: int = 0,
     ) -> None:
         self.most_requests = most_requests
         self._backend_for = backend_for or (lambda name: DirectFakeBackend())
         self._reset = reset
-        self._cache: OrderedDict[Hashable, pd.DataFrame] = OrderedDict()
+        self._cache: OrderedDict[Hashable, tuple[pd.DataFrame, Summary]] = OrderedDict()
         self._cache_size = cache_size
         self._traces: dict[tuple[str, str, str, int], pd.DataFrame] = {}
+        #: Worker processes for the fake server's runs (None: every run in this process).
+        self.pool = Pool(workers) if workers > 0 else None
+        #: Seconds each algorithm's last run took: the longest are handed out first.
+        self._took: dict[str, float] = {}
+
+    def close(self) -> None:
+        """End the worker processes, if any."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
     def trace(self, path: str, fmt: str) -> pd.DataFrame:
         """The trace file as a frame, read again whenever its contents changed."""
@@ -194,7 +204,10 @@ class Runner:
         cancelled: Callable[[], bool] = lambda: False,
         progress: Progress | None = None,
     ) -> Outcome:
-        """Every algorithm of ``settings``; :class:`Cancelled` as soon as ``cancelled()``."""
+        """Every algorithm of ``settings``; :class:`Cancelled` as soon as ``cancelled()``.
+
+        Algorithms not in the cache run on the worker processes when there are any (on the fake
+        server; the longest first), the others one after another in this process."""
         start = time.perf_counter()
         trace, digest = None, ""
         if settings.trace is not None:
@@ -206,9 +219,9 @@ class Runner:
                     f"{self.most_requests:,} here (choose a shorter span (s))"
                 )
         origin_ms = int(trace["t_ms"].min()) if trace is not None and len(trace) else 0
-        frames: dict[str, pd.DataFrame] = {}
+        done: dict[str, tuple[pd.DataFrame, Summary]] = {}
         skipped: dict[str, str] = {}
-        done = 0
+        missing: list[str] = []
         for algorithm in settings.algorithms:
             if settings.backend != "fakeredis" and ALGORITHMS[algorithm].uses_server_time:
                 skipped[algorithm] = (
@@ -217,23 +230,105 @@ class Runner:
                 )
                 continue
             key = self._key(settings, algorithm, digest)
-            frame = self._cache.get(key)
-            if frame is None:
-                frame = self._decide(settings, algorithm, trace, cancelled, progress, done)
-                self._cache[key] = frame
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-            else:
+            if key in self._cache:
                 self._cache.move_to_end(key)
-            done += len(frame)
-            if progress is not None:
-                progress(done)
-            frames[algorithm] = frame
-        summaries = {
-            a: summarise(f, a, settings.limit, settings.window_ms) for a, f in frames.items()
-        }
+                done[algorithm] = self._cache[key]
+            else:
+                missing.append(algorithm)
+        counted = sum(len(f) for f, _ in done.values())
+        if progress is not None and counted:
+            progress(counted)
+        if self.pool is not None and settings.backend == "fakeredis":
+            remote = [a for a in missing if poolable(a)]
+            if remote:
+                done.update(self._on_pool(settings, remote, trace, cancelled, progress, counted))
+                counted = sum(len(f) for f, _ in done.values())
+        for algorithm in missing:
+            if algorithm in done:
+                continue
+            began = time.perf_counter()
+            frame = self._decide(settings, algorithm, trace, cancelled, progress, counted)
+            self._took[algorithm] = time.perf_counter() - began
+            done[algorithm] = (
+                frame,
+                summarise(frame, algorithm, settings.limit, settings.window_ms),
+            )
+            counted += len(frame)
+        for algorithm in missing:
+            self._cache[self._key(settings, algorithm, digest)] = done[algorithm]
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        order = [a for a in settings.algorithms if a in done]
         seconds = time.perf_counter() - start
-        return Outcome(settings, frames, summaries, skipped, origin_ms, seconds)
+        return Outcome(
+            settings,
+            {a: done[a][0] for a in order},
+            {a: done[a][1] for a in order},
+            skipped,
+            origin_ms,
+            seconds,
+        )
+
+    def _on_pool(
+        self,
+        settings: Settings,
+        algorithms: list[str],
+        trace: pd.DataFrame | None,
+        cancelled: Callable[[], bool],
+        progress: Progress | None,
+        counted: int,
+    ) -> dict[str, tuple[pd.DataFrame, Summary]]:
+        """The algorithms' logs and summaries from the worker processes. Those a worker cannot
+        run (its registry differs, or a worker died) are left out, for this process to run."""
+        pool = self.pool
+        assert pool is not None
+        pool.next_run()
+        futures = {}
+        for algorithm in sorted(algorithms, key=lambda a: -self._took.get(a, 0.0)):
+            job = pool.job(
+                algorithm=algorithm,
+                limit=settings.limit,
+                window_ms=settings.window_ms,
+                params=settings.params_of(algorithm),
+                traffic=settings.traffic,
+                duration_s=settings.duration_s,
+                seed=settings.seed,
+                trace=trace,
+            )
+            try:
+                futures[pool.submit(job)] = algorithm
+            except BrokenExecutor:  # a worker died before: the rest run here
+                self.close()
+                break
+        got: dict[str, tuple[pd.DataFrame, Summary]] = {}
+        pending = set(futures)
+        broken = False
+        try:
+            while pending:
+                finished, pending = wait(pending, timeout=0.02, return_when=FIRST_COMPLETED)
+                if cancelled():
+                    raise Cancelled()
+                for future in finished:
+                    algorithm = futures[future]
+                    try:
+                        frame, summary, seconds = future.result()
+                    except NotHere:
+                        continue
+                    except BrokenExecutor:
+                        broken = True
+                        continue
+                    got[algorithm] = (frame, summary)
+                    self._took[algorithm] = seconds
+                if progress is not None:
+                    progress(counted + pool.decided.value)
+        except BaseException:
+            pool.cancel_before()
+            for future in pending:
+                future.cancel()
+            raise
+        if broken:
+            self.close()  # a worker died: this runner goes on in its own process
+        return got
 
     @staticmethod
     def _key(settings: Settings, algorithm: str, digest: str = "") -> Hashable:
@@ -258,29 +353,21 @@ class Runner:
         progress: Progress | None,
         done: int,
     ) -> pd.DataFrame:
-        seen = [0]
-
-        def on_rows(rows: Sequence[Row]) -> None:  # a list, or a replay's Decisions batch
-            seen[0] += len(rows)
-            if cancelled():
-                raise Cancelled()
-            if progress is not None and seen[0] % 250 < len(rows):
-                progress(done + seen[0])
-
         backend = self._backend_for(settings.backend)
         if self._reset is not None:
             self._reset(backend)
-        if trace is not None:
-            return replay(
-                trace,
-                algorithm,
-                settings.limit,
-                settings.window_ms,
-                backend,
-                on_rows=on_rows,
-                params=settings.params_of(algorithm),
-            ).reset_index(drop=True)
-        return simulate(scenario_for(settings, algorithm), backend, on_rows=on_rows)
+        job = Job(
+            algorithm,
+            settings.limit,
+            settings.window_ms,
+            settings.params_of(algorithm),
+            traffic=settings.traffic,
+            duration_s=settings.duration_s,
+            seed=settings.seed,
+            trace=trace,
+        )
+        report = None if progress is None else (lambda n: progress(done + n))
+        return decide(job, backend, cancelled, report)
 
 
 def span_of(trace: pd.DataFrame, from_s: float, span_s: float) -> pd.DataFrame:
