@@ -83,16 +83,17 @@ def test_the_section_prints_its_figures_and_stops_what_it_started():
     # A limit drawn otherwise than its line says (new going up, seen coming back) adds
     # "(n not as labelled)" after the count, which these patterns do not allow.
     assert re.fullmatch(
-        rf"explorer-browser: .* headless Chromium at 1280x800, default scenario at limit \d+, "
-        rf"[\d,]+ decisions a run; first run drawn \d+\.\d s after the page was opened; {LOAD}",
+        rf"explorer-browser: .* headless Chromium at 1280x800, default scenario "
+        rf"\(\d+ clients?, limit \d+\), [\d,]+ decisions a run; "
+        rf"first run drawn \d+\.\d s after the page was opened; {LOAD}",
         head,
     ), head
-    assert re.fullmatch(rf"redraw after a new value, each right after .*\(2 changes\): "
-                        rf"{FIGURES}; redraw {VERDICT}", fresh), fresh  # fmt: skip
-    assert re.fullmatch(rf"redraw after a new value at a reader's pace .*2 changes\): "
-                        rf"{FIGURES}; redraw {VERDICT}", paced), paced  # fmt: skip
-    assert re.fullmatch(rf"redraw of a value seen before \(2 changes back\): "
-                        rf"{FIGURES}; redraw {VERDICT}", seen), seen  # fmt: skip
+    for line, label in (
+        (fresh, r"redraw after a new value, each right after the last redraw \(2 changes\)"),
+        (paced, r"redraw after a new value at a reader's pace \(.*; 2 changes\)"),
+        (seen, r"redraw of a value seen before \(2 changes back\)"),
+    ):
+        assert re.fullmatch(rf"{label}: {FIGURES}; redraw {VERDICT}", line), line
     assert re.fullmatch(rf"a step of the time bar \(2 steps\): {FIGURES}; step {VERDICT}", steps)
     assert re.fullmatch(rf"after: {LOAD}", after), after
     assert not _left_over(before), "the server, a kernel or the browser is still running"

@@ -299,15 +299,21 @@ def bench_explorer_browser(
     if missing is not None:
         out(f"explorer-browser: skipped, it needs {missing}")
         return
+    from playwright.sync_api import Error as PlaywrightError
+
     with tempfile.TemporaryDirectory(prefix="explorer-browser-") as folder:
         before = _load()
         with _voila(Path(folder)) as url, _chromium() as page:
             opened = time.perf_counter()
             page.goto(url)
-            page.wait_for_function(_FIRST_RUN, polling=10)
+            status = page.locator(".explorer-status").first
+            try:
+                page.wait_for_function(_FIRST_RUN, polling=10)
+            except PlaywrightError:
+                said = status.inner_text() if status.count() else "no explorer on the page"
+                raise RuntimeError(f"explorer-browser: no first run drawn; {said}") from None
             first_s = time.perf_counter() - opened
-            status = page.locator(".explorer-status").first.inner_text()
-            _measure(page, status, first_s, before, out, changes, steps)
+            _measure(page, status.inner_text(), first_s, before, out, changes, steps)
         out(f"after: {_load()}")
 
 
@@ -321,10 +327,12 @@ def _measure(
     steps: int,
 ) -> None:
     decided = re.search(r"([\d,]+) decisions", status)
+    clients = re.search(r"(\d+) clients?", status)
     out(
         f"explorer-browser: the explorer page (Voilà) in headless Chromium at 1280x800, default "
-        f"scenario at limit {_limit(status)}, {decided.group(1) if decided else '?'} decisions a "
-        f"run; first run drawn {first_s:.1f} s after the page was opened; {load}"
+        f"scenario ({clients.group(0) if clients else 'clients unknown'}, limit {_limit(status)}"
+        f"), {decided.group(1) if decided else '?'} decisions a run; first run drawn "
+        f"{first_s:.1f} s after the page was opened; {load}"
     )
     redraws = _Redraws(page, status)
     fresh = [redraws.move("ArrowRight") for _ in range(changes)]
