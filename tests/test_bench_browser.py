@@ -93,7 +93,9 @@ def test_the_section_prints_its_figures_and_stops_what_it_started():
         (paced, r"redraw after a new value at a reader's pace \(.*; 2 changes\)"),
         (seen, r"redraw of a value seen before \(2 changes back\)"),
     ):
-        assert re.fullmatch(rf"{label}: {FIGURES}; redraw {VERDICT}", line), line
+        assert re.fullmatch(
+            rf"{label}: {FIGURES}; the run itself \d+\.\d\d s median; redraw {VERDICT}", line
+        ), line
     assert re.fullmatch(rf"a step of the time bar \(2 steps\): {FIGURES}; step {VERDICT}", steps)
     assert re.fullmatch(rf"after: {LOAD}", after), after
     assert not _left_over(before), "the server, a kernel or the browser is still running"
