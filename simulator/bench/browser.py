@@ -42,6 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,17 +64,24 @@ WAIT_S = 180.0
 REDRAW_GOAL_S, STEP_GOAL_S = 0.25, 0.1
 
 #: Arms one measurement: resolves ``window.__bench`` to the seconds from the next key press or
-#: click to the awaited state being painted, and the status then shown.
+#: click to the awaited state being painted, the status then shown, and for a redraw the seconds
+#: to the status reading "running…" (the kernel has the change) and "run N" (drawn, not undimmed).
 _ARM = """({kind, run, state, request, timeoutMs}) => {
   const text = (selector) => {
     const found = document.querySelector(selector);
     return found ? found.innerText : '';
   };
+  const since = () => (performance.now() - start) / 1000;
+  const marks = {busy_s: null, status_s: null};  // "running…" shown, then "run N: ..." shown
   const done = () => {
     if (kind === 'run') {
-      const m = /^run (\\d+):/.exec(text('.explorer-status').trim());
+      const status = text('.explorer-status').trim();
+      if (marks.busy_s === null && status.startsWith('running')) marks.busy_s = since();
+      const m = /^run (\\d+):/.exec(status);
+      if (!m || Number(m[1]) <= run) return false;
+      if (marks.status_s === null) marks.status_s = since();
       const rows = document.querySelector('.explorer-rows');
-      return !!m && Number(m[1]) > run && !!rows && !rows.classList.contains('explorer-stale');
+      return !!rows && !rows.classList.contains('explorer-stale');
     }
     return text('.explorer-state') !== state && text('.explorer-instant').includes(request);
   };
@@ -97,7 +105,7 @@ _ARM = """({kind, run, state, request, timeoutMs}) => {
       observer.disconnect();
       // after the frame that shows it has been painted
       requestAnimationFrame(() => setTimeout(() => finish(() => resolve({
-        seconds: (performance.now() - start) / 1000, status: text('.explorer-status'),
+        seconds: since(), status: text('.explorer-status'), ...marks,
       })), 0));
     });
     observer.observe(document.body, {
@@ -226,17 +234,30 @@ def _chromium() -> Iterator[Page]:
             browser.close()
 
 
-def _timed(page: Page, act: Callable[[], object], kind: str, **before: Any) -> tuple[float, str]:
-    """Seconds from the input ``act`` causes to the awaited state painted, and the status then."""
+def _timed(page: Page, act: Callable[[], object], kind: str, **before: Any) -> dict[str, Any]:
+    """What :data:`_ARM` measures of the input ``act`` causes (seconds, status, marks)."""
     from playwright.sync_api import Error
 
     page.evaluate(_ARM, {"kind": kind, "timeoutMs": WAIT_S * 1000, **before})
     act()
     try:
-        result = page.evaluate("() => window.__bench")
+        result: dict[str, Any] = page.evaluate("() => window.__bench")
     except Error as exc:
         raise RuntimeError(f"explorer-browser: {exc.message}") from None
-    return float(result["seconds"]), str(result["status"])
+    return result
+
+
+@dataclass(frozen=True)
+class _Redraw:
+    """One redraw: seconds from the key press to the status saying "running…", to it saying
+    "run N", and to the rows undimmed and painted; the run's own seconds in the kernel (as the
+    status says); whether its limit had been drawn before."""
+
+    busy_s: float
+    status_s: float
+    seconds: float
+    run_s: float
+    seen: bool
 
 
 def _run_number(status: str) -> int:
@@ -261,16 +282,22 @@ class _Redraws:
         slider.scroll_into_view_if_needed()
         self.handle = slider.locator(".noUi-handle").first
 
-    def move(self, key: str) -> tuple[float, float, bool]:
-        """One notch (``ArrowRight`` or ``ArrowLeft``): the seconds, the seconds the run itself
-        took in the kernel (as the status says), and whether the limit drawn had been drawn
-        before."""
-        seconds, status = _timed(self.page, lambda: self.handle.press(key), "run", run=self.run)
+    def move(self, key: str) -> _Redraw:
+        """One notch (``ArrowRight`` or ``ArrowLeft``), timed."""
+        found = _timed(self.page, lambda: self.handle.press(key), "run", run=self.run)
+        status = str(found["status"])
         self.run, limit = _run_number(status), _limit(status)
         seen = limit in self.drawn
         self.drawn.add(limit)
         ran = re.search(r"\((\d+(?:\.\d+)?) s\)", status)
-        return seconds, float(ran.group(1)) if ran else float("nan"), seen
+        nan = float("nan")
+        return _Redraw(
+            busy_s=nan if found["busy_s"] is None else float(found["busy_s"]),
+            status_s=nan if found["status_s"] is None else float(found["status_s"]),
+            seconds=float(found["seconds"]),
+            run_s=float(ran.group(1)) if ran else nan,
+            seen=seen,
+        )
 
 
 def _steps(page: Page, count: int) -> list[float]:
@@ -286,10 +313,10 @@ def _steps(page: Page, count: int) -> list[float]:
     seconds = []
     for _ in range(min(count, of - at if by > 0 else at - 1)):
         at += by
-        took, _ = _timed(
+        step = _timed(
             page, button.click, "step", state=state.inner_text(), request=f"request {at:,} of"
         )
-        seconds.append(took)
+        seconds.append(float(step["seconds"]))
     return seconds
 
 
@@ -356,13 +383,17 @@ def _measure(
         ),
         (f"redraw of a value seen before ({changes} changes back)", back),
     ):
-        median, _, said = _figures([s for s, _, _ in timed])
-        ran = statistics.median(r for _, r, _ in timed)
-        wrong = sum(seen != (timed is back) for _, _, seen in timed)
+        median, _, said = _figures([r.seconds for r in timed])
+        wrong = sum(r.seen != (timed is back) for r in timed)
         odd = f" ({wrong} not as labelled)" if wrong else ""
+        busy, drawn, ran = (
+            statistics.median(getattr(r, name) for r in timed)
+            for name in ("busy_s", "status_s", "run_s")
+        )
         out(
-            f"{label}{odd}: {said}; the run itself {ran:.2f} s median; redraw "
-            f"{_verdict(median, REDRAW_GOAL_S)}"
+            f"{label}{odd}: {said}; redraw {_verdict(median, REDRAW_GOAL_S)}; medians: "
+            f'"running…" shown at {busy:.3f} s, "run N" at {drawn:.3f} s, the run itself '
+            f"{ran:.3f} s"
         )
     stepped = _steps(page, steps)
     if stepped:
