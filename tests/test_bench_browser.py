@@ -96,7 +96,7 @@ def test_the_section_prints_its_figures_and_stops_what_it_started():
     ):
         assert re.fullmatch(
             rf'{label}: {FIGURES}; redraw {VERDICT}; medians: "running…" shown at {S}, '
-            rf'"run N" at {S}, the run itself {S}',
+            rf'"run N" at {S}, the run itself \d+\.\d\d s',
             line,
         ), line
     assert re.fullmatch(rf"a step of the time bar \(2 steps\): {FIGURES}; step {VERDICT}", steps)

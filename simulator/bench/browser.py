@@ -200,7 +200,7 @@ def _voila(folder: Path) -> Iterator[str]:
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # a Ctrl-C reaches us only; we stop it below
+            start_new_session=True,  # a Ctrl-C at the terminal reaches us, and we stop it
         )
     try:
         deadline = time.monotonic() + WAIT_S
@@ -327,7 +327,10 @@ def bench_explorer_browser(
     changes: int = CHANGES,
     steps: int = STEPS,
 ) -> None:
-    """Print the page's waits (``decisions`` is not used: the scenario is the notebook's)."""
+    """Print the page's waits: ``changes`` of the limit of each kind and ``steps`` of the time
+    bar (``decisions`` is not used: the scenario is the notebook's)."""
+    if changes < 1 or steps < 1:
+        raise ValueError(f"explorer-browser: changes and steps at least 1, got {changes}, {steps}")
     missing = _missing()
     if missing is not None:
         out(f"explorer-browser: skipped, it needs {missing}")
@@ -393,7 +396,7 @@ def _measure(
         out(
             f"{label}{odd}: {said}; redraw {_verdict(median, REDRAW_GOAL_S)}; medians: "
             f'"running…" shown at {busy:.3f} s, "run N" at {drawn:.3f} s, the run itself '
-            f"{ran:.3f} s"
+            f"{ran:.2f} s"
         )
     stepped = _steps(page, steps)
     if stepped:
