@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simulator.bench.accuracy import bench_accuracy
+from simulator.bench.browser import bench_explorer_browser
 from simulator.bench.clients import bench_clients
 from simulator.bench.compare import bench_compare
 from simulator.bench.core import bench_clock, bench_core
@@ -41,4 +42,5 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "scale": bench_scale,
     "compare": bench_compare,
     "explorer": bench_explorer,
+    "explorer-browser": bench_explorer_browser,
 }
