@@ -44,7 +44,7 @@ __all__ = ["Rows", "Marks", "marks_of", "windows_at", "ROW_PX"]
 ROW_PX = 92
 _REFUSED = "#222222"
 _MARGIN = {"top": 16, "bottom": 20, "left": 46, "right": 12}
-#: Marks kept for logs seen before (their hover texts are most of it: some 50 MB at most).
+#: Marks kept for logs seen before (their hover texts are most of it: some 60 MB at most).
 CACHED_MARKS = 200_000
 
 
@@ -114,7 +114,7 @@ def marks_of(frame: pd.DataFrame, client: str | None, window_ms: int, origin_ms:
     if client is None:
         rows = np.empty(0, dtype="int64")
     else:
-        rows = np.flatnonzero((frame["client"] == client).to_numpy(dtype=bool))
+        rows = np.flatnonzero((frame["client"] == client).to_numpy(dtype=bool, na_value=False))
     t_ms = frame["t_ms"].to_numpy(dtype="int64")[rows]
     allowed = frame["allowed"].to_numpy(dtype=bool)[rows]
     in_window = _in_window(frame, rows, t_ms, allowed, window_ms)
@@ -150,6 +150,7 @@ def windows_at(
 
 
 def _same(now: Any, new: Any) -> bool:
+    """Whether a trait holding ``now`` would hold the same after ``new`` is assigned."""
     if isinstance(now, np.ndarray) or isinstance(new, (np.ndarray, list, tuple)):
         a, b = np.asarray(now), np.asarray(new)
         return a.shape == b.shape and np.array_equal(a, b)
