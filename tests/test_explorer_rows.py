@@ -141,6 +141,13 @@ def test_a_new_limit_sends_each_widget_one_message_and_leaves_the_windows(outcom
     assert all(
         set(keys) <= {"names", "size", "x", "y"} for widget, keys in sent if id(widget) in marks
     )
+    # A row's ticks reach the page before their scale (ticks set after a new domain are left
+    # half faded there).
+    order = [id(widget) for widget, _ in sent]
+    for r in rows._rows.values():
+        if id(r.y) in order and id(r.y_axis) in order:
+            assert order.index(id(r.y_axis)) < order.index(id(r.y))
+    assert any(id(r.y) in order and id(r.y_axis) in order for r in rows._rows.values())
     # A step of the time bar moves the rule and (here) the trailing windows: x only.
     sent.clear()
     rows.at(13_345)

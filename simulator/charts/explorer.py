@@ -312,8 +312,10 @@ class Rows:
             _update(row.figure.layout, height=f"{self.row_px + (18 if last else 0)}px")
             _update(row.x_axis, tick_values=ticks, label=label if last else "")
             peak = int(m.in_window.max()) if len(m.in_window) else 0
-            _update(row.y, min=0.0, max=float(max(limit, peak)) * 1.15)
+            # The ticks before their scale: the page fades ticks a new domain drops or adds, and
+            # ticks set after that are left half faded.
             _update(row.y_axis, tick_values=[0, limit, *([peak] if peak > 1.25 * limit else [])])
+            _update(row.y, min=0.0, max=float(max(limit, peak)) * 1.15)
             # At its share of the row's height: where no count passes it, the same for any limit.
             _update(row.limit, x=[0.0, end_s], y=[limit / max(limit, peak) / 1.15] * 2)
             if row.marks is not m or row.unit_ms != self.unit_ms:
