@@ -12,11 +12,19 @@ left of it), the key's own window from its first request (EchoMQ: its TTL) or th
 window (the log and the buckets).
 
 Drawn with bqplot, so a change of run or instant updates the marks' data in the page instead of
-re-rendering an image; hovering over a mark shows its decision row.
+re-rendering an image; hovering over a mark shows its decision row. A redraw costs what changed:
+each row keeps its figure and marks for good and is handed data only; a client's marks in one
+algorithm's log are worked out once (with numpy, no row-by-row pandas) and kept while that log
+is (a value seen before is drawn from them); a value that would not change is not assigned, so the
+page is sent only what differs (one message per widget, its arrays as float32 and int32). The
+shaded window and the rule span their row on a scale of their own, so a new limit leaves them as
+they are and a step of the time bar moves two x's per row.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,46 +44,89 @@ __all__ = ["Rows", "Marks", "marks_of", "windows_at", "ROW_PX"]
 ROW_PX = 92
 _REFUSED = "#222222"
 _MARGIN = {"top": 16, "bottom": 20, "left": 46, "right": 12}
+#: Marks kept for logs seen before (their hover texts are most of it: some 60 MB at most).
+CACHED_MARKS = 200_000
 
 
 @dataclass(frozen=True)
 class Marks:
-    """One algorithm's requests of the client shown, as the row draws them (seconds from the
-    origin, the trailing admitted count, admitted or not, cost, and the hover text)."""
+    """One algorithm's requests of the client shown, in log order, as the row draws them
+    (seconds from the origin, the trailing admitted count, admitted or not, cost, the hover
+    text) and what the shaded window needs (each decision's instant and reset, in ms)."""
 
     t_s: np.ndarray
     in_window: np.ndarray
     allowed: np.ndarray
     cost: np.ndarray
     text: list[str]
+    t_ms: np.ndarray
+    reset_ms: np.ndarray
+
+    def reset_at(self, t_ms: int) -> int | None:
+        """The reset (ms to go) at ``t_ms`` by the client's last decision then, if any."""
+        before = np.flatnonzero(self.t_ms <= t_ms)
+        if not len(before):
+            return None
+        last = before[-1]
+        return int(self.reset_ms[last]) - (t_ms - int(self.t_ms[last]))
 
 
-def _hover(row: pd.Series, t_s: float, in_window: int) -> str:
-    decided = "admitted" if row.allowed else "refused"
-    retry = row.retry_after_ms
-    retry_s = "" if row.allowed or pd.isna(retry) else f", Retry-After {int(retry) / 1000:g} s"
-    return (
-        f"t {t_s:.3f} s: {decided} (cost {int(row['cost'])}), script's count {row['count']:g}, "
-        f"remaining {int(row['remaining'])}, reset in {int(row['reset_ms']) / 1000:g} s"
-        f"{retry_s}; admitted in the trailing window {in_window}"
-    )
+def _in_window(
+    frame: pd.DataFrame, rows: np.ndarray, t_ms: np.ndarray, allowed: np.ndarray, window_ms: int
+) -> np.ndarray:
+    """:func:`metrics.rolling_admitted` of one client's ``rows``: one sort of its instants when
+    they are one run of one algorithm (as every log the explorer draws), else the grouped count."""
+    for column in ("run_id", "algorithm"):
+        if column in frame.columns and frame[column].iloc[rows].nunique(dropna=False) > 1:
+            mine = frame.iloc[rows]
+            return metrics.rolling_admitted(mine, window_ms).to_numpy(dtype="int64")
+    n = len(rows)
+    order = np.lexsort((np.arange(n), t_ms))
+    return metrics.trailing_admitted(np.zeros(n, dtype="int64"), t_ms, allowed, window_ms, order)
+
+
+def _hovers(
+    frame: pd.DataFrame, rows: np.ndarray, t_s: np.ndarray, in_window: np.ndarray
+) -> list[str]:
+    """Each mark's decision row, as hovering over it shows it."""
+
+    def values(column: str) -> list[Any]:
+        # Python's own numbers (as a row of the frame holds them), NA where the log has none.
+        return frame[column].iloc[rows].tolist() if column in frame else [None] * len(rows)
+
+    texts = []
+    for t, n, allowed, cost, count, remaining, reset, retry in zip(
+        t_s.tolist(), in_window.tolist(), values("allowed"), values("cost"), values("count"),
+        values("remaining"), values("reset_ms"), values("retry_after_ms"), strict=True,
+    ):  # fmt: skip
+        decided = "admitted" if allowed else "refused"
+        retry_s = "" if allowed or pd.isna(retry) else f", Retry-After {int(retry) / 1000:g} s"
+        texts.append(
+            f"t {t:.3f} s: {decided} (cost {int(cost)}), script's count {count:g}, "
+            f"remaining {int(remaining)}, reset in {int(reset) / 1000:g} s"
+            f"{retry_s}; admitted in the trailing window {n}"
+        )
+    return texts
 
 
 def marks_of(frame: pd.DataFrame, client: str | None, window_ms: int, origin_ms: int) -> Marks:
     """The marks of ``client``'s requests in one algorithm's log."""
-    mine = frame[frame["client"] == client] if client is not None else frame.iloc[:0]
-    in_window = metrics.rolling_admitted(mine, window_ms).to_numpy(dtype="int64")
-    t_s = (mine["t_ms"].to_numpy(dtype="int64") - origin_ms) / 1000
-    texts = [
-        _hover(row, t, int(n))
-        for (_, row), t, n in zip(mine.iterrows(), t_s, in_window, strict=True)
-    ]
+    if client is None:
+        rows = np.empty(0, dtype="int64")
+    else:
+        rows = np.flatnonzero((frame["client"] == client).to_numpy(dtype=bool, na_value=False))
+    t_ms = frame["t_ms"].to_numpy(dtype="int64")[rows]
+    allowed = frame["allowed"].to_numpy(dtype=bool)[rows]
+    in_window = _in_window(frame, rows, t_ms, allowed, window_ms)
+    t_s = (t_ms - origin_ms) / 1000
     return Marks(
         t_s,
         in_window,
-        mine["allowed"].to_numpy(dtype=bool),
-        mine["cost"].to_numpy(dtype="int64"),
-        texts,
+        allowed,
+        frame["cost"].to_numpy(dtype="int64")[rows],
+        _hovers(frame, rows, t_s, in_window),
+        t_ms,
+        frame["reset_ms"].to_numpy(dtype="int64")[rows],
     )
 
 
@@ -98,9 +149,28 @@ def windows_at(
     return [(t_ms - w_ms, t_ms)]
 
 
+def _same(now: Any, new: Any) -> bool:
+    """Whether a trait holding ``now`` would hold the same after ``new`` is assigned."""
+    if isinstance(now, np.ndarray) or isinstance(new, (np.ndarray, list, tuple)):
+        a, b = np.asarray(now), np.asarray(new)
+        return a.shape == b.shape and np.array_equal(a, b)
+    return bool(now == new)
+
+
+def _update(widget: Any, **values: Any) -> None:
+    """Assign only the traits of ``widget`` whose value differs, all in one message: each
+    message carries its arrays serialised, and the page redraws the mark on each."""
+    changed = {k: v for k, v in values.items() if not _same(getattr(widget, k), v)}
+    if changed:
+        with widget.hold_sync():
+            for k, v in changed.items():
+                setattr(widget, k, v)
+
+
 @dataclass
 class _Row:
-    """One algorithm's figure and the marks in it (bqplot objects: untyped)."""
+    """One algorithm's figure and the marks in it (bqplot objects: untyped), and the marks it
+    shows in the time unit they were drawn in."""
 
     figure: Any
     y: Any
@@ -112,6 +182,7 @@ class _Row:
     x_axis: Any
     y_axis: Any
     marks: Marks | None = None
+    unit_ms: int = 0
 
 
 class Rows:
@@ -123,10 +194,16 @@ class Rows:
     def __init__(self, row_px: int = ROW_PX) -> None:
         self.row_px = row_px
         self.x = bq.LinearScale(min=0.0, max=1.0, allow_padding=False)
+        # The shaded windows and the rule span their row whatever its counts, and the limit
+        # sits at its share of the row's height: a scale of their own, so that a new limit
+        # moves none of them (the limit only when a count passes it).
+        self.full = bq.LinearScale(min=0.0, max=1.0, allow_padding=False)
         self.box = w.VBox(layout=w.Layout(width="100%"))
         self.box.add_class("explorer-rows")
         self._rows: dict[str, _Row] = {}
         self._order: tuple[str, ...] = ()
+        self._cache: OrderedDict[tuple[Any, ...], tuple[Any, Marks]] = OrderedDict()
+        self._cached = 0
         self.window_ms = 1
         self.origin_ms = 0
         self.unit_ms, self.unit = 1000, "s"
@@ -137,11 +214,12 @@ class Rows:
         colour = PALETTE[algorithm]
         y = bq.LinearScale(min=0.0, max=1.0, allow_padding=False)
         scales = {"x": self.x, "y": y}
+        full = {"x": self.x, "y": self.full}
         tooltip = bq.Tooltip(fields=["name"], show_labels=False)
         band = bq.Lines(
             x=[0.0, 0.0],
-            y=[0.0, 0.0],
-            scales=scales,
+            y=[1.0, 1.0],
+            scales=full,
             colors=[colour, colour],
             fill="bottom",
             fill_colors=[colour, colour],
@@ -149,9 +227,9 @@ class Rows:
             stroke_width=0.5,
         )
         limit = bq.Lines(
-            x=[0.0, 1.0], y=[1.0, 1.0], scales=scales, colors=["#555555"], line_style="dashed"
+            x=[0.0, 1.0], y=[1.0, 1.0], scales=full, colors=["#555555"], line_style="dashed"
         )
-        rule = bq.Lines(x=[0.0, 0.0], y=[0.0, 1.0], scales=scales, colors=["#888888"])
+        rule = bq.Lines(x=[0.0, 0.0], y=[0.0, 1.0], scales=full, colors=["#888888"])
         admitted = bq.Scatter(
             x=[], y=[], scales=scales, colors=[colour], marker="circle",
             default_size=30, stroke="white", names=[], display_names=False, tooltip=tooltip,
@@ -177,6 +255,25 @@ class Rows:
         self._rows[algorithm] = row
         return row
 
+    def marks(
+        self, frame: pd.DataFrame, client: str | None, window_ms: int, origin_ms: int
+    ) -> Marks:
+        """:func:`marks_of`, kept while ``frame`` lives (the runs' cache hands the same log back
+        for a value seen before), the least recently drawn given up past :data:`CACHED_MARKS`."""
+        key = (id(frame), client, window_ms, origin_ms)
+        hit = self._cache.pop(key, None)
+        if hit is not None:
+            self._cached -= len(hit[1].t_s)
+            if hit[0]() is not frame:  # that log is gone, and another took its id
+                hit = None
+        m = hit[1] if hit is not None else marks_of(frame, client, window_ms, origin_ms)
+        self._cache[key] = (weakref.ref(frame), m)
+        self._cached += len(m.t_s)
+        while self._cached > CACHED_MARKS and len(self._cache) > 1:
+            _, (_, old) = self._cache.popitem(last=False)
+            self._cached -= len(old.t_s)
+        return m
+
     def show(
         self,
         frames: Mapping[str, pd.DataFrame],
@@ -197,69 +294,69 @@ class Rows:
         drawn: dict[str, Marks] = {}
         self.unit_ms, self.unit = _unit(span_ms)
         end_s, step_s = _nice(span_ms / self.unit_ms)
-        scale = 1000 / self.unit_ms  # seconds -> the axis unit
-        self.x.min, self.x.max = 0.0, end_s
+        _update(self.x, min=0.0, max=end_s)
         ticks = np.arange(0.0, end_s + step_s / 2, step_s)
-        names = tuple(frames)
+        label = f"time ({self.unit} from the first request)" if origin_ms else f"time ({self.unit})"
         for i, (algorithm, frame) in enumerate(frames.items()):
             row = self._row(algorithm)
-            note = (notes or {}).get(algorithm)
-            row.figure.title = f"{LABELS[algorithm]}: {note}" if note else LABELS[algorithm]
-            m = marks_of(frame, client, window_ms, origin_ms)
+            m = self.marks(frame, client, window_ms, origin_ms)
             drawn[algorithm] = m
-            row.marks = m
-            top = float(max(limit, int(m.in_window.max()) if len(m.in_window) else 0)) * 1.15
-            y = row.y
-            admitted, refused = row.admitted, row.refused
-            ok, no = m.allowed, ~m.allowed
-            sizes = 30 * np.sqrt(np.maximum(m.cost, 1))
-            with admitted.hold_sync(), refused.hold_sync(), y.hold_sync():
-                y.min, y.max = 0.0, top
-                peak = int(m.in_window.max()) if len(m.in_window) else 0
-                row.y_axis.tick_values = [0, limit, *([peak] if peak > 1.25 * limit else [])]
-                admitted.x, admitted.y = m.t_s[ok] * scale, m.in_window[ok]
-                admitted.names = [t for t, k in zip(m.text, ok, strict=True) if k]
-                admitted.size = sizes[ok]
-                refused.x, refused.y = m.t_s[no] * scale, m.in_window[no]
-                refused.names = [t for t, k in zip(m.text, no, strict=True) if k]
-                refused.size = sizes[no]
-            row.limit.x, row.limit.y = [0.0, self.x.max], [limit, limit]
+            note = (notes or {}).get(algorithm)
             last = i == len(frames) - 1
             # Only the bottom row carries the axis label: it gets the room for it.
-            row.figure.fig_margin = {**_MARGIN, "bottom": 38 if last else _MARGIN["bottom"]}
-            row.figure.layout.height = f"{self.row_px + (18 if last else 0)}px"
-            axis = row.x_axis
-            axis.tick_values = ticks
-            axis.label = (
-                (
-                    f"time ({self.unit} from the first request)"
-                    if origin_ms
-                    else f"time ({self.unit})"
-                )
-                if last
-                else ""
+            _update(
+                row.figure,
+                title=f"{LABELS[algorithm]}: {note}" if note else LABELS[algorithm],
+                fig_margin={**_MARGIN, "bottom": 38 if last else _MARGIN["bottom"]},
             )
+            _update(row.figure.layout, height=f"{self.row_px + (18 if last else 0)}px")
+            _update(row.x_axis, tick_values=ticks, label=label if last else "")
+            peak = int(m.in_window.max()) if len(m.in_window) else 0
+            # The ticks before their scale: the page fades ticks a new domain drops or adds, and
+            # ticks set after that are left half faded.
+            _update(row.y_axis, tick_values=[0, limit, *([peak] if peak > 1.25 * limit else [])])
+            _update(row.y, min=0.0, max=float(max(limit, peak)) * 1.15)
+            # At its share of the row's height: where no count passes it, the same for any limit.
+            _update(row.limit, x=[0.0, end_s], y=[limit / max(limit, peak) / 1.15] * 2)
+            if row.marks is not m or row.unit_ms != self.unit_ms:
+                self._draw(row, m)
+        names = tuple(frames)
         if names != self._order:
             self._order = names
             self.box.children = [self._rows[a].figure for a in names]
         return drawn
 
+    def _draw(self, row: _Row, m: Marks) -> None:
+        """Hand ``m`` to the row's two marks: the client's instants in the axis unit (float32)
+        and counts (int32), the sizes and hover texts, each mark's changes in one message."""
+        x = (m.t_s * (1000 / self.unit_ms)).astype("float32")
+        y = m.in_window.astype("int32")
+        sizes = (30 * np.sqrt(np.maximum(m.cost, 1))).astype("float32")
+        text = np.asarray(m.text, dtype=str)
+        for mark, chosen in ((row.admitted, m.allowed), (row.refused, ~m.allowed)):
+            _update(mark, x=x[chosen], y=y[chosen], size=sizes[chosen], names=text[chosen])
+        row.marks, row.unit_ms = m, self.unit_ms
+
     def at(self, t_ms: int, resets_ms: Mapping[str, int] | None = None) -> None:
-        """The instant ``t_ms`` (from the origin): the rule and each row's counted windows."""
+        """The instant ``t_ms`` (from the origin): the rule and each row's counted windows (a
+        first-hit window ends at ``resets_ms``, by default the reset of the client's last
+        decision by then)."""
+        u, origin = self.unit_ms, self.origin_ms
         for algorithm in self._order:
             row = self._rows[algorithm]
-            top = row.y.max
-            reset = (resets_ms or {}).get(algorithm)
-            spans = windows_at(algorithm, t_ms + self.origin_ms, self.window_ms, reset)
-            u = self.unit_ms
-            xs = [[(a - self.origin_ms) / u, (b - self.origin_ms) / u] for a, b in spans]
-            band = row.band
-            with band.hold_sync():
-                band.x, band.y = xs, [[top, top] for _ in xs]
-                band.fill_opacities = [0.08, 0.2] if len(xs) == 2 else [0.18]
-            rule = row.rule
-            with rule.hold_sync():
-                rule.x, rule.y = [t_ms / self.unit_ms] * 2, [0, top]
+            if resets_ms is not None:
+                reset = resets_ms.get(algorithm)
+            else:
+                reset = row.marks.reset_at(t_ms + origin) if row.marks is not None else None
+            spans = windows_at(algorithm, t_ms + origin, self.window_ms, reset)
+            xs = [[(a - origin) / u, (b - origin) / u] for a, b in spans]
+            _update(
+                row.band,
+                x=xs,
+                y=[[1.0, 1.0] for _ in xs],
+                fill_opacities=[0.08, 0.2] if len(xs) == 2 else [0.18],
+            )
+            _update(row.rule, x=[t_ms / u] * 2)
 
     def figures(self) -> list[bq.Figure]:
         """The figures shown, top to bottom."""
