@@ -477,23 +477,11 @@ class Explorer:
         step = stepper[i]
         self.step = step
         t_rel = step.t_ms - o.origin_ms
-        self.rows.at(t_rel, self._resets_at(step.t_ms))
+        self.rows.at(t_rel)  # a first-hit window ends at the reset of the row's last mark by then
         self.instant.value = (
             f"&nbsp;request {i + 1:,} of {len(stepper):,} at <b>{t_rel / 1000:.3f} s</b>"
         )
         self.state.value = _state_html(stepper.algorithm, step, o.settings.limit)
-
-    def _resets_at(self, t_ms: int) -> dict[str, int]:
-        """Each algorithm's reset at ``t_ms`` (ms to go), from the client's last decision."""
-        o, resets = self.outcome, {}
-        if o is None:
-            return {}
-        for algorithm, frame in o.frames.items():
-            mine = frame[(frame["client"] == self._client) & (frame["t_ms"] <= t_ms)]
-            if len(mine):
-                last = mine.iloc[-1]
-                resets[algorithm] = int(last["reset_ms"]) - (t_ms - int(last["t_ms"]))
-        return resets
 
 
 def _default_client(clients: list[str]) -> str | None:

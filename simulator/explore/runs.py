@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, wait
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -101,11 +102,15 @@ class Outcome:
 
     def clients(self) -> list[str]:
         """Client ids, the busiest first (ties by id)."""
+        return list(self._clients)
+
+    @cached_property
+    def _clients(self) -> tuple[str, ...]:  # counted once per outcome, not at every redraw
         counts: dict[str, int] = {}
         for frame in self.frames.values():
             for client, n in frame["client"].value_counts().items():
                 counts[str(client)] = counts.get(str(client), 0) + int(n)
-        return sorted(counts, key=lambda c: (-counts[c], c))
+        return tuple(sorted(counts, key=lambda c: (-counts[c], c)))
 
 
 def summarise(frame: pd.DataFrame, algorithm: str, limit: int, window_ms: int) -> Summary:
