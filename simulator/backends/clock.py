@@ -54,10 +54,13 @@ from typing import Any
 
 import fakeredis
 import redis
+from fakeredis import _msgs
+from fakeredis._commands import Key as _Key
 from fakeredis._core import _database
-from fakeredis._socket import _base
+from fakeredis._socket import _base, _resp
 from fakeredis._socket._fakesocket import FakeSocket
 from fakeredis.commands_mixins import scripting_mixin as _scripting
+from fakeredis.model import Hash as _Hash
 
 __all__ = [
     "VirtualClock",
@@ -322,6 +325,142 @@ def _check_for_lua_globals(lua_runtime: Any, expected_globals: set[Any]) -> None
         _PLAIN_CHECK(lua_runtime, expected_globals)  # the message, and the globals removed
 
 
+# --- one command ------------------------------------------------------------------------------
+
+_PLAIN_RUN = _base.BaseFakeSocket._run_command
+#: Replies that need no shaping for RESP2 or Lua and pass every reply check (exact types: not bool).
+_PLAIN_REPLIES = frozenset((bytes, int, type(None)))
+_LUA_LEAVES = frozenset((bytes, int))
+
+
+class _Plan:
+    """What fakeredis's ``Signature.apply`` works out again on every call of one command with
+    one number of arguments: which arguments are decoded, which are keys (and whether a missing
+    one answers at once, and what an absent key starts as), and the command's flags."""
+
+    __slots__ = ("first", "keys", "no_script", "pubsub_ok", "convert", "remove_empty", "event")
+
+    def __init__(self, sig: Any, n_args: int) -> None:
+        types = list(sig.fixed)
+        types += [sig.repeat[i % len(sig.repeat)] for i in range(n_args - len(types))]
+        create = _msgs.FLAG_DO_NOT_CREATE not in sig.flags
+        #: (position, type, is a key with an answer when missing), in argument order
+        self.first: tuple[tuple[int, Any, bool], ...] = tuple(
+            (i, t, isinstance(t, _Key))
+            for i, t in enumerate(types)
+            if (isinstance(t, _Key) and t.missing_return is not _Key.UNSPECIFIED)
+            or (not isinstance(t, _Key) and t is not bytes)
+        )
+        #: (position, the value type a key must hold or None, whether an absent key starts empty)
+        self.keys: tuple[tuple[int, Any, bool], ...] = tuple(
+            (i, t.type_, create and t.type_ is not None and t.type_ is not bytes)
+            for i, t in enumerate(types)
+            if isinstance(t, _Key)
+        )
+        self.no_script = _msgs.FLAG_NO_SCRIPT in sig.flags
+        self.pubsub_ok = sig.name in _base.BaseFakeSocket.ACCEPTED_COMMANDS_WHILE_PUBSUB
+        self.convert = _msgs.FLAG_SKIP_CONVERT_TO_RESP2 not in sig.flags
+        self.remove_empty = _msgs.FLAG_LEAVE_EMPTY_VAL not in sig.flags
+        self.event = sig.name.encode()
+
+    def apply(self, args: list[Any], db: Any) -> tuple[Any, ...]:
+        """``Signature.apply`` on ``args`` (changed in place), its arity already known good."""
+        for i, type_, is_key in self.first:
+            if is_key:
+                if args[i] not in db:
+                    return (type_.missing_return,)
+            else:
+                args[i] = type_.decode(args[i])
+        items = []
+        for i, value_type, starts_empty in self.keys:
+            key = args[i]
+            item = db.get(key)
+            if value_type is not None and item is not None and type(item.value) is not value_type:
+                raise _scripting.SimpleError(_msgs.WRONGTYPE_MSG)
+            default = value_type() if starts_empty and item is None else None
+            args[i] = command_item = _database.CommandItem(key, db, item, default=default)
+            items.append(command_item)
+        return args, items
+
+
+_PLANS: dict[tuple[Any, int], _Plan | None] = {}
+
+
+def _plan(sig: Any, n_args: int) -> _Plan | None:
+    """The plan of ``sig`` for ``n_args`` arguments; None where the arity is wrong."""
+    key = (sig, n_args)
+    try:
+        return _PLANS[key]
+    except KeyError:
+        pass
+    try:
+        sig.check_arity([None] * n_args, (7,))  # whether it fails, not its message
+        plan: _Plan | None = _Plan(sig, n_args)
+    except _scripting.SimpleError:
+        plan = None
+    if len(_PLANS) >= _COMPILED_MAX * 4:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _run(socket: Any, func: Any, sig: Any, args: list[Any], from_script: bool) -> Any:
+    """fakeredis's ``_run_command`` (one command, its keys written back, notifications sent)
+    with what it works out per call kept per command (:class:`_Plan`). A wrong arity, Dragonfly
+    or a ``_run_command`` someone has wrapped (:func:`counted_commands`) goes fakeredis's way."""
+    plan = _plan(sig, len(args))
+    if (
+        plan is None
+        or type(socket)._run_command is not _PLAIN_RUN
+        or socket._server.server_type == "dragonfly"
+    ):
+        return socket._run_command(func, sig, args, from_script)
+    socket._subkey_events = []
+    items: list[Any] = []
+    try:
+        ret = plan.apply(args, socket._db)
+        if from_script and plan.no_script:
+            raise _scripting.SimpleError(_msgs.COMMAND_IN_SCRIPT_MSG)
+        if socket._pubsub and not plan.pubsub_ok:
+            raise _scripting.SimpleError(_msgs.BAD_COMMAND_IN_PUBSUB_MSG)
+        if len(ret) == 1:
+            result = ret[0]
+        else:
+            args, items = ret
+            result = func(*args)
+            if type(result) not in _PLAIN_REPLIES and plan.convert:
+                result = _shaped(socket, result)
+    except _scripting.SimpleError as exc:
+        result = exc
+    _written(socket, plan, items)
+    return result
+
+
+def _shaped(socket: Any, result: Any) -> Any:
+    """A reply shaped for the protocol in use and checked, as ``_run_command`` does."""
+    resp_version = socket._resp_version
+    if resp_version == 2:
+        result = _resp.convert_to_resp2(result, socket.server_type, keep_doubles=False)
+    if not _resp.valid_response_type(result, resp_version):
+        raise AssertionError(f"Invalid response type for {result}")
+    return result
+
+
+def _written(socket: Any, plan: _Plan, items: list[Any]) -> None:
+    """The command's keys written back and its notifications sent; where nobody listens and
+    no hash field expired, the notifications' own early way out, taken before the call."""
+    remove_empty = plan.remove_empty
+    for item in items:
+        item.writeback(remove_empty_val=remove_empty)
+    server = socket._server
+    if server.subscribers or server.psubscribers:
+        socket._keyspace_notifications(items, plan.event)
+    if socket._subkey_events or any(isinstance(item.value, _Hash) for item in items):
+        socket._subkey_notifications(items)
+    else:
+        socket._subkey_events = []
+
+
 _PLAIN_CONVERT = _scripting.ScriptingCommandsMixin._convert_lua_result
 _PLAIN_REDIS_CALL = _scripting.ScriptingCommandsMixin._lua_redis_call
 _convert_redis_arg = _scripting._convert_redis_arg
@@ -342,7 +481,9 @@ def _lua_redis_call(
     _check_for_lua_globals(lua_runtime, expected_globals)
     func, sig = entry
     new_args = [a if type(a) is bytes else _convert_redis_arg(a) for a in args]
-    result = self._run_command(func, sig, new_args, True)
+    result = _run(self, func, sig, new_args, True)
+    if type(result) in _LUA_LEAVES:  # a number or a string reaches Lua as it is
+        return result
     return self._convert_redis_result(lua_runtime, result)
 
 
@@ -442,17 +583,27 @@ class DirectCalls:
     fake server has one user, allowed everything.
     """
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Any, callbacks: Any = None) -> None:
         self.server = server
+        #: How the redis-py client beside it reads each command's reply (``execute_command``'s)
+        self.callbacks = (
+            fakeredis.FakeRedis(server=server).response_callbacks
+            if callbacks is None
+            else callbacks
+        )
         self.socket = FakeSocket(server, db=0, client_class=redis.Redis)
         self._evalsha = self.socket._name_to_func("evalsha")
         self._encode = redis.connection.Encoder("utf-8", "strict", False).encode
+        self._commands: dict[str, tuple[Any, Any, Any]] = {}
 
     def fields(self, sha: str, keys: Any, args: Any) -> list[bytes]:
         """The fields of ``EVALSHA sha len(keys) *keys *args`` as redis-py would send them."""
+        return self.encoded([sha.encode(), b"%d" % len(keys)], (*keys, *args))
+
+    def encoded(self, out: list[bytes], values: Any) -> list[bytes]:
+        """``out`` and then ``values`` as redis-py would send them."""
         encode = self._encode
-        out = [sha.encode(), b"%d" % len(keys)]
-        for value in (*keys, *args):
+        for value in values:
             kind = type(value)
             if kind is str:
                 out.append(value.encode())
@@ -470,11 +621,46 @@ class DirectCalls:
             db.time = now
         func, sig = self._evalsha
         with server.lock:
-            result = socket._run_command(func, sig, fields, False)
+            result = _run(socket, func, sig, fields, False)
+        if type(result) in _PLAIN_REPLIES:
+            return result
         result = socket._decode_result(result)
         if isinstance(result, Exception):
             raise result
         return result
+
+    def runs(self, name: str) -> bool:
+        """True when ``name`` is a plain command of this server, which :meth:`command` runs (not
+        one with a subcommand, not one the server does not know: redis-py says what those do)."""
+        if name in self._commands:
+            return True
+        cmd = _scripting.decode_command_bytes(name.encode())
+        if " " in name or cmd in _scripting.COMMANDS_WITH_SUB:
+            return False
+        try:
+            func, sig = self.socket._name_to_func(cmd)
+        except _scripting.SimpleError:
+            return False
+        if func is None:
+            return False
+        self._commands[name] = (func, sig, self.callbacks.get(name))
+        return True
+
+    def command(self, name: str, fields: list[bytes]) -> Any:
+        """Run the server's own command ``name`` (one :meth:`runs`) with ``fields``, its keys and
+        arguments as :meth:`encoded` makes them, and return its reply as redis-py's
+        ``execute_command`` would (its reply callback applied; an error raised as redis-py's)."""
+        func, sig, callback = self._commands[name]
+        server, socket = self.server, self.socket
+        now = _SHIM.time()
+        for db in server.dbs.values():
+            db.time = now
+        with server.lock:
+            result = _run(socket, func, sig, fields, False)
+        result = socket._decode_result(result)
+        if isinstance(result, Exception):
+            raise result
+        return result if callback is None else callback(result)
 
     def close(self) -> None:
         if self.socket.responses is not None:

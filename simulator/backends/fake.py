@@ -25,7 +25,7 @@ from typing import Any
 import fakeredis
 import redis
 
-from simulator.backends.base import Backend, ScriptError, ScriptLimitError
+from simulator.backends.base import Backend, BackendError, ScriptError, ScriptLimitError
 from simulator.backends.clock import (
     SCRIPT_MEMORY_MIB,
     SCRIPT_TIME_S,
@@ -85,16 +85,16 @@ class FakeRedisBackend(Backend):
         self.server = fakeredis.FakeServer(version=(8, 8))
         self.client = fakeredis.FakeRedis(server=self.server)
         limit_scripts(self.server, self.script_time_s, self.script_memory_mib)
-        self.direct = DirectCalls(self.server)
+        self.direct = DirectCalls(self.server, self.client.response_callbacks)
 
     def follow(self, now_ms: Callable[[], float]) -> None:
         self.clock.follow(now_ms)
 
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         self.clock.activate()
-        if script.command:  # the server's own command, no script: through redis-py
-            return super().call(script, keys, args)
         direct = self.direct
+        if script.command:  # the server's own command, no script
+            return self._command(script, keys, args)
         try:
             return direct.evalsha(direct.fields(script.sha, keys, args))
         except redis.exceptions.NoScriptError:
@@ -107,6 +107,24 @@ class FakeRedisBackend(Backend):
                     f"script {script.name} {hit} on keys {list(keys)} (args {list(args)})"
                 ) from exc
             raise ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}") from exc
+
+    def _command(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """The server's own command, straight to fakeredis's command execution as a script call
+        goes; what redis-py would refuse before sending (an argument it cannot encode, a name
+        the server does not know) goes through redis-py, for its own error."""
+        direct = self.direct
+        if not direct.runs(script.command):
+            return super().call(script, keys, args)
+        try:
+            fields = direct.encoded([], (*keys, *args))
+        except redis.exceptions.DataError:
+            return super().call(script, keys, args)
+        try:
+            return direct.command(script.command, fields)
+        except redis.exceptions.ResponseError as exc:
+            raise ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}") from exc
+        except redis.exceptions.RedisError as exc:
+            raise BackendError(f"backend {self.name} failed: {exc}") from exc
 
     def close(self) -> None:
         try:
