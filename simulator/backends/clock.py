@@ -173,6 +173,7 @@ class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         self.compiled: dict[Any, Any] = {}
         self.globals_check: tuple[int, Any] | None = None
         self.flat: Any = None
+        self.keys_argv: Any = None
         self.time_s: float = SCRIPT_TIME_S
         self.memory_mib: float = SCRIPT_MEMORY_MIB
         self.deadline = _NEVER  # monotonic seconds; never outside a script call
@@ -248,6 +249,17 @@ class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
                 self.compiled.clear()
             self.compiled[lua_code] = run
         return run()
+
+    def set_keys_argv(self, numkeys: int, keys_and_args: tuple[bytes, ...]) -> None:
+        """``KEYS`` the first ``numkeys`` of ``keys_and_args`` and ``ARGV`` the rest, two new
+        tables as fakeredis makes them, set in one call into Lua."""
+        if self.keys_argv is None:
+            self.keys_argv = self.eval(
+                "function(n, ...) local keys, argv = {...}, {} "
+                "for i = n + 1, select('#', ...) do argv[i - n] = keys[i]; keys[i] = nil end "
+                "KEYS = keys ARGV = argv end"
+            )
+        self.keys_argv(numkeys, *keys_and_args)
 
     def made_no_globals(self, expected: set[Any]) -> bool:
         """True when every global is one of ``expected`` (the runtime's own), asked in Lua."""
@@ -506,14 +518,76 @@ def _command_for(socket: Any, op: Any) -> tuple[Any, Any] | None:
 
 
 def _convert_lua_result(self: Any, result: Any, nested: bool = True) -> Any:
-    """A script's whole reply (``nested`` False) read in one call where it is a plain array."""
+    """A script's whole reply (``nested`` False) read in one call where it is a plain array;
+    a number (truncated, as Redis does), a string or nil as it is, without asking Lua."""
     if _repaired[0] and not nested and self.server_type != "dragonfly":
+        kind = type(result)
+        if kind is float:
+            return int(result)
+        if kind in _PLAIN_REPLIES:
+            return result
         runtime = getattr(self._server, "_lua_runtime", None)
         if isinstance(runtime, _ScriptRuntime):
             flat = runtime.flat_reply(result)
             if flat is not None:
                 return flat
     return _PLAIN_CONVERT(self, result, nested)
+
+
+_PLAIN_EVAL = _scripting.ScriptingCommandsMixin.eval
+#: Keys and arguments handed to Lua in one call, at most (each takes a slot of Lua's C stack).
+_KEYS_ARGV_MAX = 200
+#: Each script text's SHA1 as ``EVAL`` files it (the text of an ``EVALSHA`` is the same object
+#: every call, so the lookup hashes nothing).
+_SHAS: dict[bytes, bytes] = {}
+
+
+def _eval(self: Any, script: bytes, numkeys: int, *keys_and_args: bytes) -> Any:
+    """``EVAL`` (and ``EVALSHA``, which calls it) as fakeredis runs it, step for step, with its
+    per-call work made cheaper: the script's SHA1 kept, ``KEYS`` and ``ARGV`` set in one call
+    into Lua, and no full collection after it (the runtime skips it anyway)."""
+    if not _repaired[0] or self.server_type == "dragonfly":
+        return _PLAIN_EVAL(self, script, numkeys, *keys_and_args)
+    if numkeys > len(keys_and_args):
+        raise _scripting.SimpleError(_msgs.TOO_MANY_KEYS_MSG)
+    if numkeys < 0:
+        raise _scripting.SimpleError(_msgs.NEGATIVE_KEYS_MSG)
+    sha1 = _SHAS.get(script)
+    if sha1 is None:
+        sha1 = _scripting.hashlib.sha1(script).hexdigest().encode()
+        if len(_SHAS) >= _COMPILED_MAX:
+            _SHAS.clear()
+        _SHAS[script] = sha1
+    server = self._server
+    server.script_cache[sha1] = script
+    lua_runtime = self._get_server_runtime(server)
+    expected_globals = server._lua_expected_globals
+    server._lua_current_socket[0] = self
+    self._script_resp = 2  # every script starts at RESP2 whatever its caller speaks
+    caller_fieldsets, self._fieldsets = self._fieldsets, {}
+    if isinstance(lua_runtime, _ScriptRuntime) and len(keys_and_args) <= _KEYS_ARGV_MAX:
+        lua_runtime.set_keys_argv(numkeys, keys_and_args)
+    else:
+        server._lua_set_keys_argv(
+            lua_runtime.table_from(keys_and_args[:numkeys]),
+            lua_runtime.table_from(keys_and_args[numkeys:]),
+        )
+    try:
+        result = lua_runtime.execute(script)
+    except _scripting.SimpleError as ex:
+        error_msg = ex.value
+        if error_msg == _msgs.LUA_COMMAND_ARG_MSG:
+            error_msg = _scripting._get_lua_bad_command_arg_msg(server.server_type, self.version)
+        elif self.version < (7,):
+            error_msg = _msgs.SCRIPT_ERROR_MSG.format(sha1.decode(), error_msg)
+        raise _scripting.SimpleError(error_msg)  # noqa: B904 - as fakeredis raises it
+    except _LUA.LuaError as ex:
+        raise _scripting.SimpleError(_msgs.SCRIPT_ERROR_MSG.format(sha1.decode(), ex))  # noqa: B904
+    finally:
+        self._script_resp = None
+        self._fieldsets = caller_fieldsets
+    _scripting._check_for_lua_globals(lua_runtime, expected_globals)
+    return self._convert_lua_result(result, nested=False)
 
 
 class _LuaModule:
@@ -569,6 +643,7 @@ def _install() -> None:
         _scripting._check_for_lua_globals = _check_for_lua_globals
         _scripting.ScriptingCommandsMixin._convert_lua_result = _convert_lua_result  # type: ignore[method-assign]
         _scripting.ScriptingCommandsMixin._lua_redis_call = _lua_redis_call  # type: ignore[method-assign]
+        _scripting.ScriptingCommandsMixin.eval = _eval  # type: ignore[method-assign]
 
 
 class DirectCalls:
