@@ -105,7 +105,8 @@ def _ms(seconds: float) -> int:
 
 
 def _expired(self: Any, item: Any) -> bool:
-    return item.expireat is not None and _ms(item.expireat) < _ms(self.time)
+    expireat = item.expireat
+    return expireat is not None and round(expireat * 1000) < round(self.time * 1000)  # as _ms
 
 
 def _remove_expired(self: Any) -> None:
@@ -386,7 +387,7 @@ class _Plan:
         items = []
         for i, value_type, starts_empty in self.keys:
             key = args[i]
-            item = db.get(key)
+            item = _stored(db, key)
             if value_type is not None and item is not None and type(item.value) is not value_type:
                 raise _scripting.SimpleError(_msgs.WRONGTYPE_MSG)
             default = value_type() if starts_empty and item is None else None
@@ -396,6 +397,19 @@ class _Plan:
 
 
 _PLANS: dict[tuple[Any, int], _Plan | None] = {}
+
+
+def _stored(db: Any, key: bytes) -> Any:
+    """``db.get(key)``: the key's item, None when absent or expired (an expired one removed,
+    as ``Database.__getitem__`` removes it), without a KeyError raised and caught for a key
+    that is not there."""
+    if type(db) is not _database.Database:
+        return db.get(key)
+    item = db._dict.get(key)
+    if item is not None and db.expired(item):
+        del db._dict[key]
+        return None
+    return item
 
 
 def _plan(sig: Any, n_args: int) -> _Plan | None:
