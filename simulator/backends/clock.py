@@ -11,7 +11,7 @@ time; at exactly expire-at it still exists with PTTL 0. fakeredis compares float
 ``t/1000 + px/1000`` and ``(t + px)/1000`` may differ in the last bit, so the two comparisons that
 decide expiry are replaced by the same comparison in whole milliseconds.
 
-The fake server runs every script call at Python speed, so its scripting gets three repairs here
+The fake server runs every script call at Python speed, so its scripting gets these repairs here
 (see :func:`plain_scripts` for fakeredis's own way, which the benchmark sets beside them):
 
 * fakeredis compiles the script text again on every ``EVAL``/``EVALSHA``; here each script is
@@ -23,7 +23,19 @@ The fake server runs every script call at Python speed, so its scripting gets th
   see that the script made none; here one Lua loop answers that, and only when one was made does
   fakeredis's own check run, for its message and its clean-up;
 * every ``redis.call`` decodes the command's name and looks it up again; here the command each
-  name stands for is kept on the connection once found.
+  name stands for is kept on the connection once found;
+* every ``EVAL``/``EVALSHA`` hashes the script text again and hands ``KEYS`` and ``ARGV`` to Lua
+  in three calls; here the text's SHA1 is kept and the two tables are made in one call.
+
+Every command the fake server runs for a limiter, a script's ``redis.call`` and the ``EVALSHA``
+itself, goes through the same steps as fakeredis's ``_run_command`` (the arguments checked and
+decoded, the keys read and their types checked, the command run, its reply shaped for the
+protocol, its keys written back, keyspace and hash-field messages sent); what those steps work out
+from the command's signature alone (which argument is a key, which a number, the command's
+flags) is kept per command and number of arguments instead of being worked out on every call
+(:class:`_Plan`), and the notifications are skipped where their own first test would end them
+(nobody subscribed, no hash-field event). A wrong arity, a Dragonfly server or a wrapped
+``_run_command`` (:func:`counted_commands`) go fakeredis's own way.
 
 Nothing a script does can hang a run. Every runtime carries a Lua count hook (one call into Python
 every :data:`_HOOK_EVERY` instructions, which costs next to nothing): it stops a script that has run
@@ -37,7 +49,9 @@ for its call, and :func:`script_limit_hit` says which limit stopped it.
 A script call need not travel through redis-py and the fake socket at all: :class:`DirectCalls`
 hands ``EVALSHA``'s fields, as bytes, straight to fakeredis's own command execution (the same
 function, the same checks, the same replies and errors), skipping redis-py's RESP packing, the
-fake socket's parsing and the reply queue. That is about a third of a call's cost each way.
+fake socket's parsing and the reply queue. That is about a third of a call's cost each way. The
+server's own command a limiter may send in place of a script (``INCREX``) goes the same way
+(:meth:`DirectCalls.command`), its reply read as redis-py's reply callback for it reads it.
 
 This module is the only one that touches fakeredis internals, so the version is pinned
 (``pyproject.toml``) and checked here.
@@ -172,7 +186,7 @@ class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # the arguments went to __cinit__
         self.compiled: dict[Any, Any] = {}
-        self.globals_check: tuple[int, Any] | None = None
+        self.globals_check: tuple[set[Any], Any] | None = None
         self.flat: Any = None
         self.keys_argv: Any = None
         self.time_s: float = SCRIPT_TIME_S
@@ -265,14 +279,14 @@ class _ScriptRuntime(_LUA.LuaRuntime):  # type: ignore[misc, name-defined]
     def made_no_globals(self, expected: set[Any]) -> bool:
         """True when every global is one of ``expected`` (the runtime's own), asked in Lua."""
         check = self.globals_check
-        if check is None or check[0] != id(expected):
+        if check is None or check[0] is not expected:
             make = self.eval(
                 "function(g, known) return function() "
                 "for name in pairs(g) do if known[name] == nil then return false end end "
                 "return true end end"
             )
             known = self.table_from({name: True for name in expected})
-            check = self.globals_check = (id(expected), make(self.globals(), known))
+            check = self.globals_check = (expected, make(self.globals(), known))
         return bool(check[1]())
 
     def flat_reply(self, result: Any) -> list[Any] | None:
@@ -504,7 +518,10 @@ def _lua_redis_call(
         entry = _command_for(self, op) if _repaired[0] else None
         if entry is None:
             return _PLAIN_REDIS_CALL(self, lua_runtime, expected_globals, op, *args)
-    _check_for_lua_globals(lua_runtime, expected_globals)
+    if not (
+        isinstance(lua_runtime, _ScriptRuntime) and lua_runtime.made_no_globals(expected_globals)
+    ):
+        _PLAIN_CHECK(lua_runtime, expected_globals)  # the message, and the globals removed
     func, sig = entry
     new_args = [a if type(a) is bytes else _convert_redis_arg(a) for a in args]
     result = _run(self, func, sig, new_args, True)

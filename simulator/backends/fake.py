@@ -10,9 +10,10 @@ the defaults for every command. A script that breaks one stops the run with
 :class:`ScriptLimitError`, naming the script, its keys and the limit.
 
 A limiter's calls go straight to fakeredis's command execution
-(:class:`~simulator.backends.clock.DirectCalls`): the same ``EVALSHA``, the same replies and
-errors, without redis-py packing each call and the fake socket parsing it again. ``client`` (a
-redis-py client on the same server) stays for everything else: loading scripts, reading keys.
+(:class:`~simulator.backends.clock.DirectCalls`): the same ``EVALSHA`` (or the server's own
+command, ``INCREX``), the same replies and errors, without redis-py packing each call and the
+fake socket parsing it again. ``client`` (a redis-py client on the same server) stays for
+everything else: loading scripts, reading keys.
 """
 
 from __future__ import annotations
