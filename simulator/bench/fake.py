@@ -74,7 +74,8 @@ def bench_fake(
     decisions: int = 10_000, out: Callable[[str], None] = print
 ) -> list[dict[str, object]]:
     out(
-        f"fake: {decisions} EVALSHA per algorithm on fakeredis, {CLIENTS} clients; stock = "
+        f"fake: {decisions} calls (EVALSHA, or the server's own command) per algorithm on "
+        f"fakeredis, {CLIENTS} clients; stock = "
         f"fakeredis as shipped through redis-py, repaired = scripts compiled once (still through "
         f"redis-py), project = repaired and handed straight to fakeredis's command execution; "
         f"this process's CPU time (a fresh server each turn), best of {REPEAT}, taking turns"
