@@ -468,12 +468,23 @@ def _run(socket: Any, func: Any, sig: Any, args: list[Any], from_script: bool) -
         else:
             args, items = ret
             result = func(*args)
-            if type(result) not in _PLAIN_REPLIES and plan.convert:
+            if type(result) not in _PLAIN_REPLIES and plan.convert and not _plain_list(result):
                 result = _shaped(socket, result)
     except _scripting.SimpleError as exc:
         result = exc
     _written(socket, plan, items)
     return result
+
+
+def _plain_list(result: Any) -> bool:
+    """True for a list of numbers, strings and nils: shaping and checking leave it as it is, and
+    so does redis-py's reading of a reply."""
+    if type(result) is not list:
+        return False
+    for item in result:
+        if type(item) not in _PLAIN_REPLIES:
+            return False
+    return True
 
 
 def _shaped(socket: Any, result: Any) -> Any:
@@ -728,7 +739,7 @@ class DirectCalls:
         func, sig = self._evalsha
         with server.lock:
             result = _run(socket, func, sig, fields, False)
-        if type(result) in _PLAIN_REPLIES:
+        if type(result) in _PLAIN_REPLIES or _plain_list(result):
             return result
         result = socket._decode_result(result)
         if isinstance(result, Exception):
@@ -763,9 +774,10 @@ class DirectCalls:
             db.time = now
         with server.lock:
             result = _run(socket, func, sig, fields, False)
-        result = socket._decode_result(result)
-        if isinstance(result, Exception):
-            raise result
+        if type(result) not in _PLAIN_REPLIES and not _plain_list(result):
+            result = socket._decode_result(result)
+            if isinstance(result, Exception):
+                raise result
         return result if callback is None else callback(result)
 
     def close(self) -> None:
