@@ -506,10 +506,14 @@ def _written(socket: Any, plan: _Plan, items: list[Any]) -> None:
     server = socket._server
     if server.subscribers or server.psubscribers:
         socket._keyspace_notifications(items, plan.event)
-    if socket._subkey_events or any(isinstance(item.value, _Hash) for item in items):
+    if socket._subkey_events:
         socket._subkey_notifications(items)
-    else:
-        socket._subkey_events = []
+        return
+    for item in items:
+        if isinstance(item.value, _Hash):  # a field may have expired: fakeredis says so
+            socket._subkey_notifications(items)
+            return
+    socket._subkey_events = []
 
 
 _PLAIN_CONVERT = _scripting.ScriptingCommandsMixin._convert_lua_result
