@@ -13,6 +13,7 @@ every keyspace message published.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -117,9 +118,12 @@ def _state(client: redis.Redis) -> list[tuple[bytes, bytes, object, int]]:
     return out
 
 
-def _run(way: str, calls: list[str]) -> tuple[list[object], object, list[object]]:
+def _run(
+    way: str, calls: list[str], before_each: Callable[[int], None] | None = None
+) -> tuple[list[object], object, list[object]]:
     """Each call's reply or error, then the keys, then the keyspace messages, ``way`` being
-    ``stock`` (fakeredis's own), ``repaired`` (through redis-py) or ``direct``."""
+    ``stock`` (fakeredis's own), ``repaired`` (through redis-py) or ``direct``;
+    ``before_each(i)`` runs before the i-th call."""
     now = [1_000]
     backend = FakeRedisBackend(lambda: now[0])
     client = backend.client
@@ -128,7 +132,9 @@ def _run(way: str, calls: list[str]) -> tuple[list[object], object, list[object]
     listener.psubscribe("__key*__:*", "__subkey*")
     outcomes: list[object] = []
     with plain_scripts() if way == "stock" else contextlib.nullcontext():
-        for text in calls:
+        for i, text in enumerate(calls):
+            if before_each is not None:
+                before_each(i)
             now[0] += 1
             script = make_script("case", text)
             keys, args = ["k:{c}"], [now[0]]
@@ -142,11 +148,11 @@ def _run(way: str, calls: list[str]) -> tuple[list[object], object, list[object]
             except (redis.exceptions.RedisError, ScriptError) as exc:
                 error = exc.__cause__ if isinstance(exc, ScriptError) else exc
                 outcomes.append((type(error).__name__, str(error)))
-    state = _state(client)
-    messages = []
+    messages = []  # read before the keys are: reading them could send more
     while (message := listener.get_message(timeout=0)) is not None:
         messages.append((message["type"], message["channel"], message["data"]))
     listener.close()
+    state = _state(client)
     backend.close()
     return outcomes, state, messages
 
@@ -228,3 +234,27 @@ def test_every_command_is_still_counted():
         backend.call(three, ["k"], [])
         backend.call(native("INCR"), ["k"], [])
     assert count.commands == 4  # EVALSHA, INCR, GET; INCR
+
+
+def test_a_hash_field_that_expired_is_announced_as_fakeredis_announces_it(monkeypatch):
+    """A hash field's expiry follows the wall clock in fakeredis; here that clock is the test's,
+    moved past the field's time between two calls, and the ``hexpired`` message compared."""
+    from fakeredis.commands_mixins import hash_mixin
+    from fakeredis.model import _hash
+
+    calls = [
+        "redis.call('HSET', KEYS[1], 'f', 1, 'g', 2) "
+        "return redis.call('HPEXPIRE', KEYS[1], 10, 'FIELDS', 1, 'f')",
+        "return redis.call('HGETALL', KEYS[1])",
+    ]
+    wall_ms = [0]
+    for module in (_hash, hash_mixin):
+        monkeypatch.setattr(module, "current_time", lambda: wall_ms[0])
+
+    def at(i: int) -> None:
+        wall_ms[0] = 1_000_000 + 50 * i
+
+    stock = _run("stock", calls, before_each=at)
+    assert _run("repaired", calls, before_each=at) == stock
+    assert _run("direct", calls, before_each=at) == stock
+    assert any(b"hexpired" in bytes(data) for _, _, data in stock[2])
