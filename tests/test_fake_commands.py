@@ -258,3 +258,21 @@ def test_a_hash_field_that_expired_is_announced_as_fakeredis_announces_it(monkey
     assert _run("repaired", calls, before_each=at) == stock
     assert _run("direct", calls, before_each=at) == stock
     assert any(b"hexpired" in bytes(data) for _, _, data in stock[2])
+
+
+@pytest.mark.parametrize("n_args", [0, 1, 7, 199, 250])
+def test_keys_and_argv_are_the_tables_fakeredis_makes(n_args):
+    """Handed to Lua in one call (or, past 200, as fakeredis hands them): the same tables."""
+    text = (
+        "local n = 0 for _ in pairs(ARGV) do n = n + 1 end "
+        "return {#KEYS, #ARGV, n, KEYS[1], KEYS[3], ARGV[1] or false, ARGV[#ARGV] or false}"
+    )
+    keys, args = ["a", "b", "c"], [f"v{i}" for i in range(n_args)]
+    replies = []
+    for way in ("stock", "repaired"):
+        client = FakeRedisBackend(lambda: 0).client
+        with plain_scripts() if way == "stock" else contextlib.nullcontext():
+            replies.append(client.eval(text, len(keys), *keys, *args))
+            replies.append(client.eval("return {#KEYS, #ARGV}", 0))  # nothing left over
+    assert replies[2:] == replies[:2]
+    assert replies[0][:3] == [3, n_args, n_args]
