@@ -1,9 +1,10 @@
 """The fake server without the wire: the explorer's name for the fake server's own script path.
 
-Every :class:`FakeRedisBackend` now hands each ``EVALSHA`` straight to fakeredis's command
-execution (:class:`~simulator.backends.clock.DirectCalls`: same replies, same errors, no RESP on
-either side), and every other command goes through redis-py unchanged. This name stays for the
-code that asks for that path explicitly; fakeredis's internals are touched in
+Every :class:`FakeRedisBackend` now hands each ``EVALSHA``, and the server's own command a
+limiter may send instead (``INCREX``), straight to fakeredis's command execution
+(:class:`~simulator.backends.clock.DirectCalls`: same replies, same errors, no RESP on either
+side); everything else (loading scripts, reading keys) goes through redis-py. This name stays
+for the code that asks for that path explicitly; fakeredis's internals are touched in
 :mod:`simulator.backends.clock` alone.
 """
 

@@ -10,9 +10,10 @@ the defaults for every command. A script that breaks one stops the run with
 :class:`ScriptLimitError`, naming the script, its keys and the limit.
 
 A limiter's calls go straight to fakeredis's command execution
-(:class:`~simulator.backends.clock.DirectCalls`): the same ``EVALSHA``, the same replies and
-errors, without redis-py packing each call and the fake socket parsing it again. ``client`` (a
-redis-py client on the same server) stays for everything else: loading scripts, reading keys.
+(:class:`~simulator.backends.clock.DirectCalls`): the same ``EVALSHA`` (or the server's own
+command, ``INCREX``), the same replies and errors, without redis-py packing each call and the
+fake socket parsing it again. ``client`` (a redis-py client on the same server) stays for
+everything else: loading scripts, reading keys.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import fakeredis
 import redis
 
-from simulator.backends.base import Backend, ScriptError, ScriptLimitError
+from simulator.backends.base import Backend, BackendError, ScriptError, ScriptLimitError
 from simulator.backends.clock import (
     SCRIPT_MEMORY_MIB,
     SCRIPT_TIME_S,
@@ -85,16 +86,16 @@ class FakeRedisBackend(Backend):
         self.server = fakeredis.FakeServer(version=(8, 8))
         self.client = fakeredis.FakeRedis(server=self.server)
         limit_scripts(self.server, self.script_time_s, self.script_memory_mib)
-        self.direct = DirectCalls(self.server)
+        self.direct = DirectCalls(self.server, self.client.response_callbacks)
 
     def follow(self, now_ms: Callable[[], float]) -> None:
         self.clock.follow(now_ms)
 
     def call(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         self.clock.activate()
-        if script.command:  # the server's own command, no script: through redis-py
-            return super().call(script, keys, args)
         direct = self.direct
+        if script.command:  # the server's own command, no script
+            return self._command(script, keys, args)
         try:
             return direct.evalsha(direct.fields(script.sha, keys, args))
         except redis.exceptions.NoScriptError:
@@ -107,6 +108,24 @@ class FakeRedisBackend(Backend):
                     f"script {script.name} {hit} on keys {list(keys)} (args {list(args)})"
                 ) from exc
             raise ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}") from exc
+
+    def _command(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """The server's own command, straight to fakeredis's command execution as a script call
+        goes; what redis-py would refuse before sending (an argument it cannot encode, a name
+        the server does not know) goes through redis-py, for its own error."""
+        direct = self.direct
+        if not direct.runs(script.command):
+            return super().call(script, keys, args)
+        try:
+            fields = direct.encoded([], (*keys, *args))
+        except redis.exceptions.DataError:
+            return super().call(script, keys, args)
+        try:
+            return direct.command(script.command, fields)
+        except redis.exceptions.ResponseError as exc:
+            raise ScriptError(f"script {script.name} failed on keys {list(keys)}: {exc}") from exc
+        except redis.exceptions.RedisError as exc:
+            raise BackendError(f"backend {self.name} failed: {exc}") from exc
 
     def close(self) -> None:
         try:
