@@ -310,7 +310,7 @@ class Runner:
         broken = False
         try:
             while pending:
-                finished, pending = wait(pending, timeout=0.02, return_when=FIRST_COMPLETED)
+                finished, pending = wait(pending, timeout=0.005, return_when=FIRST_COMPLETED)
                 if cancelled():
                     raise Cancelled()
                 for future in finished:
