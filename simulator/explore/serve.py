@@ -1,9 +1,10 @@
 """Serve the explorer as a web page (Voilà), with each visitor's kernel ended when it is left.
 
-Every page load starts a kernel (about 250 MB). A kernel whose page was closed or reloaded has
-no connection left; Voilà's kernel manager ends it after ``idle_s`` seconds idle, checked every
-``every_s`` seconds, and a kernel ends the servers it started with it (an embedded Valkey dies
-with its parent). An open page is never culled, however idle.
+Every page load starts a kernel (about 250 MB) and its explorer's worker processes (two, about
+170 MB each; :mod:`simulator.explore.pool`). A kernel whose page was closed or reloaded has no
+connection left; Voilà's kernel manager ends it after ``idle_s`` seconds idle, checked every
+``every_s`` seconds, and a kernel ends the processes it started with it (an embedded Valkey and
+the workers die with their parent). An open page is never culled, however idle.
 
 ``python -m simulator.explore.serve [--port N] [--idle-s S]`` is what ``make explore`` runs.
 """
