@@ -408,6 +408,29 @@ def test_the_limits_next_to_the_one_shown_are_run_ahead_and_a_change_stops_that(
         explorer.close()
 
 
+def test_a_change_to_the_limit_being_run_ahead_lets_that_run_finish():
+    explorer = Explorer(Settings(duration_s=300), workers=0)
+    try:
+        calls: list[tuple[str, int]] = []
+        original = explorer.runner._decide
+
+        def counting(settings, algorithm, *rest):
+            calls.append((algorithm, settings.limit))
+            return original(settings, algorithm, *rest)
+
+        explorer.runner._decide = counting  # type: ignore[method-assign]
+        explorer.refresh()  # limit 10; 11 then starts running ahead
+        explorer.controls.limit.value = 11  # asked for while it runs
+        assert explorer.wait(2, timeout=300)
+        explorer._pool.submit(lambda: None).result()
+        assert explorer.outcome.settings.limit == 11
+        ahead = [a for a, limit in calls if limit == 11]
+        assert sorted(ahead) == sorted(explorer.outcome.frames), "each decided once, not restarted"
+        assert 9 not in {limit for _, limit in calls}  # the reader moved on before 9 ran
+    finally:
+        explorer.close()
+
+
 def test_a_users_script_is_stepped_through_by_the_keys_it_wrote(forever):  # noqa: F811
     from simulator.explore.steps import step_through
 

@@ -291,19 +291,38 @@ class Explorer:
 
     def _ahead(self, settings: Settings, generation: int, scrub_generation: int) -> None:
         """While the reader looks, run the limit one step up and down into the cache (a slider
-        moved by one notch is then drawn at once). Any change or step stops it at its next
-        decision; what it finished stays cached."""
+        moved by one notch is then drawn at once). A step of the time bar, or a change to
+        anything but the settings being run ahead, stops it at its next decision; what it
+        finished stays cached. A change to exactly those settings lets it finish: the run the
+        change asks for then finds them all in the cache."""
         if settings.backend != "fakeredis" or settings.trace is not None:
             return
+        wanted: dict[int, Settings | None] = {}
 
-        def stop() -> bool:
-            return self._stale(generation) or scrub_generation != self._scrub_generation
+        def asked_for(ahead: Settings) -> bool:
+            now = self._generation
+            if now not in wanted:  # read the controls once per change
+                wanted.clear()
+                try:
+                    wanted[now] = self.controls.settings()
+                except Exception:  # a bad value: its own run will say so
+                    wanted[now] = None
+            return wanted[now] == ahead
 
         for limit in (settings.limit + 1, settings.limit - 1):
-            if limit < 1 or stop():
+            if limit < 1:
+                continue
+            ahead = with_limit(settings, limit)
+
+            def stop(ahead: Settings = ahead) -> bool:
+                if scrub_generation != self._scrub_generation:
+                    return True
+                return self._stale(generation) and not asked_for(ahead)
+
+            if stop():
                 return
             try:
-                self.runner.run(with_limit(settings, limit), stop)
+                self.runner.run(ahead, stop)
             except Cancelled:
                 return
             except Exception:  # a neighbour that cannot run is simply not cached
