@@ -169,8 +169,9 @@ class Runner:
         self._traces: dict[tuple[str, str, str, int], pd.DataFrame] = {}
         #: Worker processes for the fake server's runs (None: every run in this process).
         self.pool = Pool(workers) if workers > 0 else None
-        #: Seconds each algorithm's last run took: the longest are handed out first.
-        self._took: dict[str, float] = {}
+        #: Seconds a decision of each algorithm took in its last run: the dearest algorithms are
+        #: handed to the workers first, so that no long run is left to start last.
+        self._per_decision: dict[str, float] = {}
 
     def close(self) -> None:
         """End the worker processes, if any."""
@@ -253,7 +254,7 @@ class Runner:
                 continue
             began = time.perf_counter()
             frame = self._decide(settings, algorithm, trace, cancelled, progress, counted)
-            self._took[algorithm] = time.perf_counter() - began
+            self._per_decision[algorithm] = (time.perf_counter() - began) / max(1, len(frame))
             done[algorithm] = (
                 frame,
                 summarise(frame, algorithm, settings.limit, settings.window_ms),
@@ -289,7 +290,7 @@ class Runner:
         assert pool is not None
         pool.next_run()
         futures = {}
-        for algorithm in sorted(algorithms, key=lambda a: -self._took.get(a, 0.0)):
+        for algorithm in sorted(algorithms, key=lambda a: -self._per_decision.get(a, 0.0)):
             job = pool.job(
                 algorithm=algorithm,
                 limit=settings.limit,
@@ -323,7 +324,7 @@ class Runner:
                         broken = True
                         continue
                     got[algorithm] = (frame, summary)
-                    self._took[algorithm] = seconds
+                    self._per_decision[algorithm] = seconds / max(1, len(frame))
                 if progress is not None:
                     progress(counted + pool.decided.value)
         except BaseException:
