@@ -90,9 +90,11 @@ class Controls:
                 given = s.params.get(name, {}).get(p.name)
                 default = p.default(s.limit, s.window_ms)
                 box = w.IntText if p.integer else w.FloatText
+                label = f"{name}: {p.name}" + (f" ({p.unit})" if p.unit else "")
                 widget = box(
                     value=default if given is None else given,
-                    description=f"{name}: {p.name}" + (f" ({p.unit})" if p.unit else ""),
+                    description=label,
+                    tooltip=label,  # the whole label on hover, where the column cuts it
                     description_allow_html=False,
                     style={"description_width": "14em"},
                     layout=_ROW,
