@@ -19,7 +19,6 @@ import os
 import platform
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +39,7 @@ if not CHROMIUM.exists():
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from simulator.backends.process import free_port  # noqa: E402
+from simulator.explore.serve import descendants, stop_served  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -58,42 +58,6 @@ def shots() -> Path:
 #: Long enough for a kernel to start and run on a busy 2-core machine.
 WAIT_MS = 180_000
 LINE = re.compile(r"^(\w+): admitted ([\d,]+) of ([\d,]+)", re.M)
-
-
-def _children(pid: int) -> list[int]:
-    """Every process below ``pid`` (kernels the server started), read from /proc."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        kids = [p for p, pp in parents.items() if pp == parent]
-        found += kids
-        todo += kids
-    return found
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the server by its pid, then to any kernel of it still running, by theirs."""
-    kids = _children(proc.pid)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    for pid in kids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
 
 
 def _serve(argv: list[str], cwd: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -119,7 +83,7 @@ def _serve(argv: list[str], cwd: Path, port: int, log: Path) -> subprocess.Popen
                 return proc
         except OSError:
             time.sleep(0.5)
-    _stop(proc)
+    stop_served(proc)
     raise AssertionError(f"server did not listen on {port}: {log.read_text()[-3000:]}")
 
 
@@ -246,7 +210,7 @@ def test_explorer_in_jupyterlab(workdir, browser_page, tmp_path):
         page.locator(".explorer-summary").first.scroll_into_view_if_needed()
         page.screenshot(path=str(shots() / "explorer_lab.png"))
     finally:
-        _stop(server)
+        stop_served(server)
 
 
 def _voila(workdir: Path, tmp_path: Path, **cull: float) -> tuple[subprocess.Popen[bytes], str]:
@@ -313,13 +277,13 @@ def test_explorer_as_a_page(workdir, tmp_path):
             finally:
                 browser.close()
     finally:
-        _stop(server)
+        stop_served(server)
 
 
 def _kernels(server: subprocess.Popen[bytes]) -> list[int]:
     """The server's kernels: its descendants running ipykernel."""
     found = []
-    for pid in _children(server.pid):
+    for pid in descendants(server.pid):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
@@ -332,7 +296,7 @@ def _kernels(server: subprocess.Popen[bytes]) -> list[int]:
 def _running(server: subprocess.Popen[bytes], word: bytes) -> list[int]:
     """The server's descendants whose command line holds ``word``."""
     found = []
-    for pid in _children(server.pid):
+    for pid in descendants(server.pid):
         try:
             if word in Path(f"/proc/{pid}/cmdline").read_bytes() and _alive(pid):
                 found.append(pid)
@@ -391,7 +355,7 @@ def test_closed_pages_leave_no_kernels_or_servers(workdir, tmp_path):
         assert not any(map(_alive, workers)), "worker processes of closed pages still run"
         assert not any(map(_alive, valkeys)), "a closed page's Valkey is still running"
     finally:
-        _stop(server)
+        stop_served(server)
 
 
 # --- every table fits the notebook column -------------------------------------------------------

@@ -375,6 +375,19 @@ def test_a_long_trace_is_drawn_in_hours_with_few_ticks(tmp_path):
     assert max(row.admitted.x) == 79.0 and len(row.x_axis.tick_values) <= 11
 
 
+def _counted(explorer: Explorer) -> list[tuple[str, int]]:
+    """The (algorithm, limit) of every run the explorer's runner decides from now on."""
+    calls: list[tuple[str, int]] = []
+    original = explorer.runner._decide
+
+    def counting(settings, algorithm, *rest):
+        calls.append((algorithm, settings.limit))
+        return original(settings, algorithm, *rest)
+
+    explorer.runner._decide = counting  # type: ignore[method-assign]
+    return calls
+
+
 def test_the_limits_next_to_the_one_shown_are_run_ahead_and_a_change_stops_that():
     # in this process, where each algorithm's run can be counted (test_explore_pool.py has
     # the worker processes)
@@ -382,14 +395,7 @@ def test_the_limits_next_to_the_one_shown_are_run_ahead_and_a_change_stops_that(
     try:
         explorer.refresh()
         explorer._pool.submit(lambda: None).result()  # the run ahead has finished
-        calls: list[tuple[str, int]] = []
-        original = explorer.runner._decide
-
-        def counting(settings, algorithm, *rest):
-            calls.append((algorithm, settings.limit))
-            return original(settings, algorithm, *rest)
-
-        explorer.runner._decide = counting  # type: ignore[method-assign]
+        calls = _counted(explorer)
         explorer.controls.limit.value = 11
         assert explorer.wait(2, timeout=120)
         assert explorer.outcome.settings.limit == 11
@@ -411,14 +417,7 @@ def test_the_limits_next_to_the_one_shown_are_run_ahead_and_a_change_stops_that(
 def test_a_change_to_the_limit_being_run_ahead_lets_that_run_finish():
     explorer = Explorer(Settings(duration_s=300), workers=0)
     try:
-        calls: list[tuple[str, int]] = []
-        original = explorer.runner._decide
-
-        def counting(settings, algorithm, *rest):
-            calls.append((algorithm, settings.limit))
-            return original(settings, algorithm, *rest)
-
-        explorer.runner._decide = counting  # type: ignore[method-assign]
+        calls = _counted(explorer)
         explorer.refresh()  # limit 10; 11 then starts running ahead
         explorer.controls.limit.value = 11  # asked for while it runs
         assert explorer.wait(2, timeout=300)

@@ -34,7 +34,6 @@ import importlib.util
 import os
 import re
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulator.bench.explorer import _figures, _load, _verdict
+from simulator.explore.serve import stop_served
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -135,42 +135,6 @@ def _missing() -> str | None:
     return None
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (the kernels a server started), read from /proc."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        kids = [p for p, pp in parents.items() if pp == parent]
-        found += kids
-        todo += kids
-    return found
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the server by its pid, then to any kernel of it still running, by theirs."""
-    kernels = _descendants(server.pid)  # read first: once the server is gone they are orphans
-    if server.poll() is None:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-    for pid in kernels:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-
-
 @contextmanager
 def _voila(folder: Path) -> Iterator[str]:
     """The explorer notebook, copied into ``folder``, served by Voilà; yields the page's URL."""
@@ -214,7 +178,7 @@ def _voila(folder: Path) -> Iterator[str]:
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}/"
     finally:
-        _stop(server)
+        stop_served(server)
 
 
 @contextmanager

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["voila_argv", "main", "NOTEBOOK", "IDLE_S", "EVERY_S"]
+__all__ = ["voila_argv", "descendants", "stop_served", "main", "NOTEBOOK", "IDLE_S", "EVERY_S"]
 
 #: The explorer's notebook (Voilà shows its outputs and prose, never its code).
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "00_explorer.ipynb"
@@ -42,6 +44,43 @@ def voila_argv(
         f"{manager}.cull_interval={every_s:g}",
         f"{manager}.cull_connected=False",  # a page still open keeps its kernel
     ]  # fmt: skip
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (the kernels a server started, theirs), read from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, pp in parents.items() if pp == parent]
+        found += kids
+        todo += kids
+    return found
+
+
+def stop_served(server: subprocess.Popen[bytes]) -> None:
+    """Stop a server started with :func:`voila_argv` (or JupyterLab) by its own handle: SIGTERM
+    to its pid, then to every process it started that is still running, by theirs."""
+    below = descendants(server.pid)  # read first: once the server is gone they are orphans
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    for pid in below:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
 
 
 def main(argv: list[str] | None = None) -> None:
