@@ -736,11 +736,17 @@ class DirectCalls:
 
     def evalsha(self, fields: list[bytes]) -> Any:
         """Run ``EVALSHA`` with ``fields`` (sha, numkeys, keys, args) and return its reply."""
+        func, sig = self._evalsha
+        return self._execute(func, sig, fields)
+
+    def _execute(self, func: Any, sig: Any, fields: list[bytes]) -> Any:
+        """One command on the server, as the fake socket runs one it parsed: the server's time
+        set on every database, under the server's lock; its reply as redis-py reads it (an
+        error raised as redis-py's exception for it)."""
         server, socket = self.server, self.socket
         now = _SHIM.time()
         for db in server.dbs.values():
             db.time = now
-        func, sig = self._evalsha
         with server.lock:
             result = _run(socket, func, sig, fields, False)
         if type(result) in _PLAIN_REPLIES or _plain_list(result):
@@ -772,16 +778,7 @@ class DirectCalls:
         arguments as :meth:`encoded` makes them, and return its reply as redis-py's
         ``execute_command`` would (its reply callback applied; an error raised as redis-py's)."""
         func, sig, callback = self._commands[name]
-        server, socket = self.server, self.socket
-        now = _SHIM.time()
-        for db in server.dbs.values():
-            db.time = now
-        with server.lock:
-            result = _run(socket, func, sig, fields, False)
-        if type(result) not in _PLAIN_REPLIES and not _plain_list(result):
-            result = socket._decode_result(result)
-            if isinstance(result, Exception):
-                raise result
+        result = self._execute(func, sig, fields)
         return result if callback is None else callback(result)
 
     def close(self) -> None:
