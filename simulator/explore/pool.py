@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -248,13 +248,13 @@ class Pool:
         for _ in range(workers):  # start them now, so the first run does not wait for imports
             self._executor.submit(_ready)
 
-    def job(self, **fields: Any) -> Job:
-        """A job for this pool's next run (see :class:`Job`)."""
-        algorithm = fields["algorithm"]
-        return Job(
-            **fields,
-            class_path=_class_path(ALGORITHMS[algorithm]),
-            scripts=_scripts_of(algorithm),
+    def stamped(self, job: Job) -> Job:
+        """``job`` as this pool's next run sends it: with the class and scripts this process
+        means, and the run's number (see :class:`Job`)."""
+        return replace(
+            job,
+            class_path=_class_path(ALGORITHMS[job.algorithm]),
+            scripts=_scripts_of(job.algorithm),
             run=self._run,
         )
 

@@ -291,16 +291,7 @@ class Runner:
         pool.next_run()
         futures = {}
         for algorithm in sorted(algorithms, key=lambda a: -self._per_decision.get(a, 0.0)):
-            job = pool.job(
-                algorithm=algorithm,
-                limit=settings.limit,
-                window_ms=settings.window_ms,
-                params=settings.params_of(algorithm),
-                traffic=settings.traffic,
-                duration_s=settings.duration_s,
-                seed=settings.seed,
-                trace=trace,
-            )
+            job = pool.stamped(_job(settings, algorithm, trace))
             try:
                 futures[pool.submit(job)] = algorithm
             except BrokenExecutor:  # a worker died before: the rest run here
@@ -362,18 +353,22 @@ class Runner:
         backend = self._backend_for(settings.backend)
         if self._reset is not None:
             self._reset(backend)
-        job = Job(
-            algorithm,
-            settings.limit,
-            settings.window_ms,
-            settings.params_of(algorithm),
-            traffic=settings.traffic,
-            duration_s=settings.duration_s,
-            seed=settings.seed,
-            trace=trace,
-        )
         report = None if progress is None else (lambda n: progress(done + n))
-        return decide(job, backend, cancelled, report)
+        return decide(_job(settings, algorithm, trace), backend, cancelled, report)
+
+
+def _job(settings: Settings, algorithm: str, trace: pd.DataFrame | None) -> Job:
+    """One algorithm's run of ``settings``: the traffic mix, or the trace's requests."""
+    return Job(
+        algorithm,
+        settings.limit,
+        settings.window_ms,
+        settings.params_of(algorithm),
+        traffic=settings.traffic,
+        duration_s=settings.duration_s,
+        seed=settings.seed,
+        trace=trace,
+    )
 
 
 def span_of(trace: pd.DataFrame, from_s: float, span_s: float) -> pd.DataFrame:
