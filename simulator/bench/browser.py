@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.bench.explorer import _figures, _load, _verdict
+from simulator.bench.explorer import REDRAW_GOAL_S, STEP_GOAL_S
+from simulator.bench.timing import load_average, spread, verdict
 from simulator.explore.serve import stop_served
 
 if TYPE_CHECKING:
@@ -61,7 +62,6 @@ STEPS = 15
 READ_S = 1.5
 #: Long enough for a kernel to start and run on a busy 2-core machine.
 WAIT_S = 180.0
-REDRAW_GOAL_S, STEP_GOAL_S = 0.25, 0.1
 
 #: Arms one measurement: resolves ``window.__bench`` to the seconds from the next key press or
 #: click to the awaited state being painted, the status then shown, and for a redraw the seconds
@@ -302,7 +302,7 @@ def bench_explorer_browser(
     from playwright.sync_api import Error as PlaywrightError
 
     with tempfile.TemporaryDirectory(prefix="explorer-browser-") as folder:
-        before = _load()
+        before = load_average()
         with _voila(Path(folder)) as url, _chromium() as page:
             opened = time.perf_counter()
             page.goto(url)
@@ -314,7 +314,7 @@ def bench_explorer_browser(
                 raise RuntimeError(f"explorer-browser: no first run drawn; {said}") from None
             first_s = time.perf_counter() - opened
             _measure(page, status.inner_text(), first_s, before, out, changes, steps)
-        out(f"after: {_load()}")
+        out(f"after: {load_average()}")
 
 
 def _measure(
@@ -350,7 +350,7 @@ def _measure(
         ),
         (f"redraw of a value seen before ({changes} changes back)", back),
     ):
-        median, _, said = _figures([r.seconds for r in timed])
+        median, _, said = spread([r.seconds for r in timed])
         wrong = sum(r.seen != (timed is back) for r in timed)
         odd = f" ({wrong} not as labelled)" if wrong else ""
         busy, drawn, ran = (
@@ -358,14 +358,14 @@ def _measure(
             for name in ("busy_s", "status_s", "run_s")
         )
         out(
-            f"{label}{odd}: {said}; redraw {_verdict(median, REDRAW_GOAL_S)}; medians: "
+            f"{label}{odd}: {said}; redraw {verdict(median, REDRAW_GOAL_S)}; medians: "
             f'"running…" shown at {busy:.3f} s, "run N" at {drawn:.3f} s, the run itself '
             f"{ran:.2f} s"
         )
     stepped = _steps(page, steps)
     if stepped:
-        median, _, said = _figures(stepped)
-        verdict = _verdict(median, STEP_GOAL_S)
-        out(f"a step of the time bar ({len(stepped)} steps): {said}; step {verdict}")
+        median, _, said = spread(stepped)
+        met = verdict(median, STEP_GOAL_S)
+        out(f"a step of the time bar ({len(stepped)} steps): {said}; step {met}")
     else:
         out("a step of the time bar: the client shown has a single request, nothing to step")

@@ -23,13 +23,17 @@ cores are free: figures are printed with the machine's load average (``/proc/loa
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-__all__ = ["bench_explorer"]
+from simulator.bench.timing import load_average, spread, verdict
+
+__all__ = ["bench_explorer", "REDRAW_GOAL_S", "STEP_GOAL_S", "WHOLE_LOG_GOAL_S"]
+
+#: The explorer's goals (seconds): a redraw's median, a step of the time bar, the whole sample
+#: access log.
+REDRAW_GOAL_S, STEP_GOAL_S, WHOLE_LOG_GOAL_S = 0.25, 0.1, 3.0
 
 CHANGES = 15
 STEPS = 20
@@ -38,30 +42,11 @@ PACED = 8
 READ_S = 1.5
 
 
-def _load() -> str:
-    try:
-        one, five, fifteen = Path("/proc/loadavg").read_text().split()[:3]
-    except OSError:
-        return "load average unknown"
-    return f"load average {one}, {five}, {fifteen}"
-
-
-def _figures(seconds: list[float]) -> tuple[float, float, str]:
-    ordered = sorted(seconds)
-    median = statistics.median(ordered)
-    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
-    return median, p90, f"median {median:.3f} s, p90 {p90:.3f} s, best {ordered[0]:.3f} s"
-
-
 def _workers(explorer: Any) -> str:
     pool = explorer.runner.pool
     if pool is None:
         return "the explorer's own process"
     return f"{pool.workers} worker process{'es' * (pool.workers != 1)} (an algorithm each)"
-
-
-def _verdict(value: float, goal: float) -> str:
-    return f"goal <= {goal:g} s: {'met' if value <= goal else 'NOT met'}"
 
 
 def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) -> None:
@@ -81,10 +66,10 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
             if not cold.wait(drawn + 1, timeout=300):
                 raise RuntimeError(f"explorer: no redraw after a change; {cold.status.value}")
             seconds.append(time.perf_counter() - start)
-        median, _, said = _figures(seconds)
+        median, _, said = spread(seconds)
         out(
             f"redraw after a new value, nothing run ahead ({CHANGES} changes, every algorithm "
-            f"decides every request again): {said}; {_load()}"
+            f"decides every request again): {said}; {load_average()}"
         )
     finally:
         cold.close()
@@ -98,7 +83,7 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
             f"explorer: default scenario, {len(settings.algorithms)} algorithms on their Lua "
             f"scripts, {len(settings.traffic.clients())} clients, {settings.duration_s:g} s "
             f"simulated, {first.decisions:,} decisions a run; runs on {_workers(explorer)}; "
-            f"debounce {explorer.debounce_s} s included; {_load()}"
+            f"debounce {explorer.debounce_s} s included; {load_average()}"
         )
 
         def change(limit: int) -> float:
@@ -110,23 +95,23 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
             return time.perf_counter() - start
 
         fresh = [change(settings.limit + 1 + i) for i in range(CHANGES)]
-        median, _, said = _figures(fresh)
+        median, _, said = spread(fresh)
         out(
             f"redraw after a new value, as the explorer runs (the limit's neighbours run ahead "
             f"while the figure is read; {CHANGES} changes, each right after the last redraw): "
-            f"{said}; {_verdict(median, 0.25)}"
+            f"{said}; {verdict(median, REDRAW_GOAL_S)}"
         )
         paced = []
         for i in range(PACED):
             time.sleep(READ_S)  # the reader looks at the figure before the next change
             paced.append(change(settings.limit + CHANGES + 1 + i))
-        median, _, said = _figures(paced)
+        median, _, said = spread(paced)
         out(
             f"redraw after a new value at a reader's pace (each change {READ_S:g} s after the "
-            f"last redraw; {PACED} changes): {said}; {_verdict(median, 0.25)}"
+            f"last redraw; {PACED} changes): {said}; {verdict(median, REDRAW_GOAL_S)}"
         )
         seen = [change(settings.limit + CHANGES - 1 - i) for i in range(CHANGES)]
-        out(f"redraw of a value seen before ({CHANGES} changes): {_figures(seen)[2]}")
+        out(f"redraw of a value seen before ({CHANGES} changes): {spread(seen)[2]}")
 
         steps = []
         explorer.step_to(0)
@@ -134,8 +119,8 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
             start = time.perf_counter()
             explorer.step_to(i)
             steps.append(time.perf_counter() - start)
-        median, _, said = _figures(steps)
-        out(f"a step of the time bar ({STEPS} steps): {said}; {_verdict(median, 0.1)}")
+        median, _, said = spread(steps)
+        out(f"a step of the time bar ({STEPS} steps): {said}; {verdict(median, STEP_GOAL_S)}")
 
         preset = PRESETS["sample access log"].settings
         for label, span_s in (("its ten-minute slice", preset.trace_span_s), ("whole", 0.0)):
@@ -151,11 +136,11 @@ def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) 
             outcome = explorer.refresh()
             took = time.perf_counter() - start
             assert outcome is not None, explorer.status.value
-            goal = f"; {_verdict(took, 3.0)}" if span_s == 0 else ""
+            goal = f"; {verdict(took, WHOLE_LOG_GOAL_S)}" if span_s == 0 else ""
             out(
                 f"the sample access log, {label}: {outcome.decisions:,} decisions drawn in "
                 f"{took:.2f} s{goal}"
             )
-        out(f"after: {_load()}")
+        out(f"after: {load_average()}")
     finally:
         explorer.close()

@@ -7,10 +7,12 @@ falls on all of them alike. Figures are printed, never asserted.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
-__all__ = ["best_of"]
+__all__ = ["best_of", "load_average", "spread", "verdict"]
 
 
 def best_of(
@@ -36,3 +38,25 @@ def best_of(
             if elapsed < best[name][0]:
                 best[name] = (elapsed, result)
     return best
+
+
+def load_average() -> str:
+    """The machine's load average over 1, 5 and 15 minutes, as printed beside a figure."""
+    try:
+        one, five, fifteen = Path("/proc/loadavg").read_text().split()[:3]
+    except OSError:
+        return "load average unknown"
+    return f"load average {one}, {five}, {fifteen}"
+
+
+def spread(seconds: list[float]) -> tuple[float, float, str]:
+    """The median and the 90th percentile of ``seconds``, and both with the best as printed."""
+    ordered = sorted(seconds)
+    median = statistics.median(ordered)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return median, p90, f"median {median:.3f} s, p90 {p90:.3f} s, best {ordered[0]:.3f} s"
+
+
+def verdict(value: float, goal: float) -> str:
+    """Whether ``value`` seconds meets a goal of at most ``goal`` seconds, as printed."""
+    return f"goal <= {goal:g} s: {'met' if value <= goal else 'NOT met'}"
