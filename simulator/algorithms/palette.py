@@ -51,13 +51,10 @@ MIN_CHROMA = 20.0
 MIN_DELTA_E = 25.0
 
 #: Colours offered, in order, to a user's script and to an algorithm whose colour breaks the
-#: rule: strong ones of tab20b and Dark2, apart from each other and from the shipped palette.
+#: rule: strong ones of tab20b and Dark2, apart from each other and from the shipped palette
+#: (those a shipped algorithm took, or came within the rule's distance of, are gone from here:
+#: offered beside nothing but the roles, they would have been offered twice).
 CANDIDATES = (
-    "#393b79",
-    "#637939",
-    "#1b9e77",
-    "#e7298a",
-    "#a6761d",
     "#d6616b",
     "#9c9ede",
     "#b5cf6b",
@@ -123,8 +120,9 @@ def _problem(name: str, colour: str, others: Mapping[str, str]) -> str | None:
 
 def suggest(taken: Iterable[str]) -> str | None:
     """The first colour that keeps the rule beside the colours ``taken``: a candidate, else one
-    from a sweep round the colour wheel; None when none is left."""
-    used = {f"taken {i}": c for i, c in enumerate(taken)}
+    from a sweep round the colour wheel; None when none is left. The roles' colours are taken
+    whether or not ``taken`` names them."""
+    used = {**ROLE_COLOURS, **{f"taken {i}": c for i, c in enumerate(taken)}}
     tried = (*CANDIDATES, *_sweep())
     return next((c for c in tried if _problem("candidate", c, used) is None), None)
 

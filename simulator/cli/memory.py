@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +29,7 @@ from simulator.cli.args import (
     out_folder,
     positive_float,
     positive_int,
+    without_commands,
 )
 from simulator.studies import bigkey, memory
 
@@ -63,14 +65,66 @@ def _stamp(frame: pd.DataFrame, facts: dict[str, Any], server: str, method: str)
     return frame
 
 
-def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> list[Path]:
-    client = backend.client
+def _check_empty(client: Any, server: str) -> None:
     if int(client.dbsize()) != 0:
         raise UsageError(
             f"{server} holds {client.dbsize()} keys; the measurement fills and empties its "
             "database (FLUSHDB), so point --backend-url at an empty database (e.g. "
             "redis://HOST:PORT/15; the server's other databases are never touched)"
         )
+
+
+def _chosen_layouts(only: tuple[str, ...], mine: Sequence[str]) -> list[memory.Layout]:
+    """The layouts of the algorithms ``only`` (every one when empty), each user's script in its
+    steady state; an algorithm chosen that has no layout is named on stderr, and only its
+    big-key row is measured."""
+    every = [*memory.LAYOUTS, *(memory.Layout(n) for n in mine)]
+    layouts = [la for la in every if not only or la.algorithm in only]
+    for name in only:
+        if not any(la.algorithm == name for la in layouts):
+            print(
+                f"memory: {name} has no per-user layout (the memory study does not weigh its"
+                " keys); only its big-key row is measured",
+                file=sys.stderr,
+            )
+    return layouts
+
+
+def _tables(
+    backend: RedisBackend, args: argparse.Namespace, server: str, users: int, budget_gib: float
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame]:
+    """The per-user table and its growth samples (None when no layout was chosen) and the
+    big-key study, stamped."""
+    from simulator.userscripts import user_scripts
+
+    mine = user_scripts()  # --script: each in its steady state, at the limit
+    only = tuple(args.algorithm or ())
+    layouts = _chosen_layouts(only, mine)
+    table = growth = None
+    if layouts and not args.bigkey_only:
+        table, growth = memory.measure_all(
+            backend, users, int(budget_gib * GIB), server, layouts, script_users=args.script_users
+        )
+    chosen = list(only or (*bigkey.ALGORITHMS_STUDIED, *mine))
+    skipped, why = without_commands(chosen, backend)
+    if why is not None:  # INCREX on a server without it: said once, the rest still measured
+        if not (set(chosen) - set(skipped)) and table is None:
+            raise UsageError(why)
+        print(f"memory: {why}", file=sys.stderr)
+        chosen = [a for a in chosen if a not in skipped]
+    study = bigkey.bigkey_study(backend, decisions=args.decisions, algorithms=chosen)
+    bigkeys = _stamp(
+        study,
+        memory.server_facts(backend.client),
+        server,
+        "one user at exactly its limit per minute; server time = INFO commandstats evalsha",
+    )
+    return table, growth, bigkeys
+
+
+def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> list[Path]:
+    client = backend.client
+    _check_empty(client, server)
     users = memory.TARGET_USERS if args.full else args.users
     budget_gib = args.budget or (FULL_BUDGET_GIB if args.full else REDUCED_BUDGET_GIB)
     facts = memory.server_facts(client)
@@ -79,36 +133,15 @@ def _measure(backend: RedisBackend, args: argparse.Namespace, server: str) -> li
         f"stop loading at {budget_gib:g} GiB used_memory",
         file=sys.stderr,
     )
-    from simulator.userscripts import user_scripts
-
-    mine = user_scripts()  # --script: each in its steady state, at the limit
     only = tuple(args.algorithm or ())
-    every = [*memory.LAYOUTS, *(memory.Layout(n) for n in mine)]
-    layouts = [la for la in every if not only or la.algorithm in only]
-    table = growth = None
-    if not args.bigkey_only:
-        table, growth = memory.measure_all(
-            backend, users, int(budget_gib * GIB), server, layouts, script_users=args.script_users
-        )
-    chosen = only or (*bigkey.ALGORITHMS_STUDIED, *mine)
-    study = bigkey.bigkey_study(backend, decisions=args.decisions, algorithms=chosen)
-    bigkeys = _stamp(
-        study,
-        facts,
-        server,
-        "one user at exactly its limit per minute; server time = INFO commandstats evalsha",
-    )
+    table, growth, bigkeys = _tables(backend, args, server, users, budget_gib)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tag = table_tag(users)
-    frames = (
-        {}
-        if table is None
-        else {
-            out / f"memory_per_user_{tag}.csv": table,
-            out / f"memory_growth_{tag}.csv": growth,
-        }
-    )
+    frames = {}
+    if table is not None and growth is not None:
+        frames[out / f"memory_per_user_{tag}.csv"] = table
+        frames[out / f"memory_growth_{tag}.csv"] = growth
     frames[out / "memory_bigkey.csv"] = bigkeys
     if not only or "sliding_log" in only:  # the log's encoding sweep
         frames[out / "memory_encoding.csv"] = _stamp(

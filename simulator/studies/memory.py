@@ -265,6 +265,8 @@ def measure_all(
     progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The per-user table (one row per layout) and the used_memory samples of every load."""
+    if not layouts:
+        raise ConfigError("measure_all.layouts: no layout to measure (give at least one)")
     facts = server_facts(backend.client)
     rows, growth = [], []
     for layout in layouts:
