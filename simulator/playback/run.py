@@ -22,6 +22,7 @@ from typing import NamedTuple, cast
 import numpy as np
 import pandas as pd
 
+from simulator.algorithms.base import Limiter
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
 from simulator.checks import ConfigError
 from simulator.engine.model import run_id_for, stopped_at
@@ -128,7 +129,7 @@ class Streaming:
 
 def replay_requests(
     requests: Iterable[Requests],
-    algorithm: str,
+    algorithm: str | type[Limiter],
     limit: int,
     window_ms: int,
     backend: Backend | None = None,
@@ -172,7 +173,7 @@ def replay_requests(
 
 def replay(
     trace: pd.DataFrame,
-    algorithm: str,
+    algorithm: str | type[Limiter],
     limit: int,
     window_ms: int,
     backend: Backend | None = None,
@@ -241,8 +242,9 @@ def replay(
         del in_time
         if not made.all():  # pragma: no cover - every request is decided, or the run raised
             raise RuntimeError(f"replay: {done.decided} of {len(trace)} requests decided")
-        run_id = run_id_for("replay", algorithm, limit, window_ms, len(trace))
-        frame = frame_of(run_id, 0, algorithm, clients, exact, costs, decided)
+        # the policy's name, not what was given: a Limiter class names itself by its name
+        run_id = run_id_for("replay", policy.name, policy.limit, policy.window_ms, len(trace))
+        frame = frame_of(run_id, 0, policy.name, clients, exact, costs, decided)
     finally:
         if collecting:
             gc.enable()
