@@ -56,18 +56,8 @@ def _check_size(args: argparse.Namespace) -> None:
     )
 
 
-def cmd_burst(args: argparse.Namespace) -> int:
-    import contextlib
-
-    from simulator.backends import FakeRedisBackend
-    from simulator.cli.runs import open_backend, stop_between_calls
-    from simulator.engine.own_keys import leftover_keys, run_keys
-    from simulator.engine.realtime import needs_real_time
-    from simulator.engine.run import Crowd, boundary_burst
-    from simulator.metrics import burst_summary
-
-    _check_size(args)
-    frames, skipped = [], []
+def _own_params(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Every algorithm's own parameters from ``--param``; a name no algorithm declares is refused."""
     named = {name for name, _ in args.param}
     declared = {q.name for cls in ALGORITHMS.values() for q in cls.params_declared}
     if named - declared:
@@ -75,73 +65,67 @@ def cmd_burst(args: argparse.Namespace) -> int:
             f"--param {sorted(named - declared)[0]}: no algorithm has such a parameter "
             f"(declared: {', '.join(sorted(declared)) or 'none'})"
         )
-    params = {a: params_for(a, args.param, strict=False) for a in ALGORITHMS}
-    span_s = max(args.first, args.second) + 0.001
-    window_ms = round(args.window * 1000)
-    names = ["user"] if args.users == 1 else [f"user{i}" for i in range(args.users)]
-    requests = [(u, math.floor(s * 1000.0)) for u in names for s in (args.first, args.second)]
-    sharded = args.shards > 1 or args.scheduler is not None
-    if sharded and args.backend != "fakeredis":
+    return {a: params_for(a, args.param, strict=False) for a in ALGORITHMS}
+
+
+def _check_shards(args: argparse.Namespace, sharded: bool) -> None:
+    """Shards run on fake servers of their own, and only for algorithms that decide per client."""
+    if not sharded:
+        return
+    if args.backend != "fakeredis":
         raise UsageError(
             f"--shards: each shard runs on a fake server of its own; not with --backend {args.backend}"
         )
-    if sharded:
-        from simulator.engine.shards import not_per_client
+    from simulator.engine.shards import not_per_client
 
-        refused = [why for cls in ALGORITHMS.values() if (why := not_per_client(cls))]
-        if refused:
-            raise UsageError(f"--shards: {refused[0]}")
+    refused = [why for cls in ALGORITHMS.values() if (why := not_per_client(cls))]
+    if refused:
+        raise UsageError(f"--shards: {refused[0]}")
+
+
+def _check_clash(
+    first: list[tuple[str, int]], limit: int, window_ms: int, params: dict[str, dict[str, float]]
+) -> None:
+    """Refuse two algorithms writing one key: alike on every backend, before a server starts."""
+    from simulator.backends import FakeRedisBackend
+    from simulator.engine.own_keys import run_keys
     from simulator.userscripts.guard import shared_key
 
     unstarted = FakeRedisBackend(lambda: 0)  # keys are names: no server needed to list them
-    # Two keys that share a name share the client's hash tag, so one user's keys tell.
-    first = [r for r in requests if r[0] == names[0]]
     clash = shared_key(
-        {a: run_keys(a, args.limit, window_ms, first, unstarted, params[a]) for a in ALGORITHMS}
+        {a: run_keys(a, limit, window_ms, first, unstarted, params[a]) for a in ALGORITHMS}
     )
-    if clash is not None:  # refused alike on every backend, before a server is started
+    if clash is not None:
         raise UsageError(f"burst: {clash}")
-    with open_backend(args.backend) as backend, _cluster(args, sharded) as client:
-        lacking, lacking_line = without_commands(list(ALGORITHMS), backend)
-        print_time_notes([a for a in ALGORITHMS if a not in lacking], backend)
-        chosen = []
-        for a in ALGORITHMS:
-            if a in lacking:
-                continue
-            if needs_real_time(backend, ALGORITHMS[a]) and span_s > args.max_realtime:
-                skipped.append(a)
-            else:
-                chosen.append(a)
 
-        def keys() -> list[str]:
-            return [
-                k
-                for a in chosen
-                for k in run_keys(a, args.limit, window_ms, requests, backend, params[a])
-            ]
 
-        problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
-        if problem is not None:
-            raise UsageError(problem)
-        stopping = contextlib.nullcontext() if backend.virtual_time else stop_between_calls(backend)
-        with stopping:
-            for a in chosen:
-                frames.append(
-                    boundary_burst(
-                        a,
-                        args.limit,
-                        args.window,
-                        args.first,
-                        args.second,
-                        args.per_burst,
-                        None if backend.virtual_time else backend,  # a fresh fake server each
-                        params[a],
-                        Crowd(args.users, args.shards, client),
-                    )
-                )
-    summary = burst_summary(
-        pd.concat(frames, ignore_index=True), round(args.window * 1000), args.limit
-    )
+def _choose(
+    args: argparse.Namespace, backend: Any, span_s: float
+) -> tuple[list[str], list[str], str | None]:
+    """The algorithms that run, those skipped for real time too long, and the line about those
+    whose command this server lacks."""
+    from simulator.engine.realtime import needs_real_time
+
+    lacking, lacking_line = without_commands(list(ALGORITHMS), backend)
+    print_time_notes([a for a in ALGORITHMS if a not in lacking], backend)
+    chosen, skipped = [], []
+    for a in ALGORITHMS:
+        if a in lacking:
+            continue
+        if needs_real_time(backend, ALGORITHMS[a]) and span_s > args.max_realtime:
+            skipped.append(a)
+        else:
+            chosen.append(a)
+    return chosen, skipped, lacking_line
+
+
+def _print_table(
+    args: argparse.Namespace,
+    summary: pd.DataFrame,
+    lacking_line: str | None,
+    skipped: list[str],
+    span_s: float,
+) -> None:
     n = args.limit if args.per_burst is None else args.per_burst
     who = "" if args.users == 1 else f" from each of {args.users:,} users"
     print(
@@ -166,6 +150,60 @@ def cmd_burst(args: argparse.Namespace) -> int:
             f"lasts {span_s:g} s (over --max-realtime {args.max_realtime:g}); try "
             f"--window 0.5 --first 0.45 --second 0.55, or raise --max-realtime"
         )
+
+
+def cmd_burst(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from simulator.cli.runs import open_backend, stop_between_calls
+    from simulator.engine.own_keys import leftover_keys, run_keys
+    from simulator.engine.run import Crowd, boundary_burst
+    from simulator.metrics import burst_summary
+
+    _check_size(args)
+    params = _own_params(args)
+    span_s = max(args.first, args.second) + 0.001
+    window_ms = round(args.window * 1000)
+    names = ["user"] if args.users == 1 else [f"user{i}" for i in range(args.users)]
+    requests = [(u, math.floor(s * 1000.0)) for u in names for s in (args.first, args.second)]
+    sharded = args.shards > 1 or args.scheduler is not None
+    _check_shards(args, sharded)
+    # Two keys that share a name share the client's hash tag, so one user's keys tell.
+    _check_clash([r for r in requests if r[0] == names[0]], args.limit, window_ms, params)
+    frames = []
+    with open_backend(args.backend) as backend, _cluster(args, sharded) as client:
+        chosen, skipped, lacking_line = _choose(args, backend, span_s)
+
+        def keys() -> list[str]:
+            return [
+                k
+                for a in chosen
+                for k in run_keys(a, args.limit, window_ms, requests, backend, params[a])
+            ]
+
+        problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
+        if problem is not None:
+            raise UsageError(problem)
+        stopping = contextlib.nullcontext() if backend.virtual_time else stop_between_calls(backend)
+        with stopping:
+            crowd = Crowd(args.users, args.shards, client)
+            fresh = None if backend.virtual_time else backend  # a fresh fake server each
+            for a in chosen:
+                frames.append(
+                    boundary_burst(
+                        a,
+                        args.limit,
+                        args.window,
+                        args.first,
+                        args.second,
+                        args.per_burst,
+                        fresh,
+                        params[a],
+                        crowd,
+                    )
+                )
+    summary = burst_summary(pd.concat(frames, ignore_index=True), window_ms, args.limit)
+    _print_table(args, summary, lacking_line, skipped, span_s)
     return 0
 
 
