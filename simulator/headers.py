@@ -112,25 +112,45 @@ def http_headers(
     headers: dict[str, str] = {}
     if style in ("draft", "both"):
         name = policy or str(getattr(row, "algorithm", "") or "default")
-        if not all(" " <= ch <= "~" for ch in name):
-            raise ValueError(f"policy: a Structured Field string is printable ASCII, got {name!r}")
-        quoted = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        headers["RateLimit-Policy"] = f"{quoted};q={q}" + ("" if window_ms is None else f";w={w}")
-        if r >= 0:
-            now = f"{quoted};r={r}"
-            until = reset if allowed or retry < 0 else (retry if reset < 0 else min(reset, retry))
-            if until >= 0:
-                now += f";t={_bounded_seconds(until)}"
-            headers["RateLimit"] = now
+        window = None if window_ms is None else w
+        headers.update(_draft_fields(_quoted(name), allowed, retry, reset, q, r, window))
     if style in ("legacy", "both"):
-        headers["RateLimit-Limit"] = str(q)
-        if r >= 0:
-            headers["RateLimit-Remaining"] = str(r)
-        if reset >= 0:
-            headers["RateLimit-Reset"] = str(_bounded_seconds(reset))
+        headers.update(_legacy_fields(reset, q, r))
     if not allowed and retry >= 0:
         headers["Retry-After"] = str(_seconds(retry))
     return headers
+
+
+def _quoted(name: str) -> str:
+    """A policy's name as a Structured Field string; ValueError for one that cannot be."""
+    if not all(" " <= ch <= "~" for ch in name):
+        raise ValueError(f"policy: a Structured Field string is printable ASCII, got {name!r}")
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _draft_fields(
+    quoted: str, allowed: bool, retry: int, reset: int, q: int, r: int, w: int | None
+) -> dict[str, str]:
+    """The draft's ``RateLimit-Policy`` (``w`` only when the window is known) and, where ``r``
+    is known, ``RateLimit``."""
+    fields = {"RateLimit-Policy": f"{quoted};q={q}" + ("" if w is None else f";w={w}")}
+    if r >= 0:
+        now = f"{quoted};r={r}"
+        until = reset if allowed or retry < 0 else (retry if reset < 0 else min(reset, retry))
+        if until >= 0:
+            now += f";t={_bounded_seconds(until)}"
+        fields["RateLimit"] = now
+    return fields
+
+
+def _legacy_fields(reset: int, q: int, r: int) -> dict[str, str]:
+    """``RateLimit-Limit``, and ``-Remaining`` and ``-Reset`` where they are known."""
+    fields = {"RateLimit-Limit": str(q)}
+    if r >= 0:
+        fields["RateLimit-Remaining"] = str(r)
+    if reset >= 0:
+        fields["RateLimit-Reset"] = str(_bounded_seconds(reset))
+    return fields
 
 
 def several_policies(row: Any, policies: Any) -> dict[str, str]:
