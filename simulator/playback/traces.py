@@ -128,27 +128,40 @@ def _cost(path: Path, line: int, text: str) -> int:
     return cost
 
 
+def _csv_columns(path: Path, header: list[str] | None) -> tuple[int, int, int | None, int]:
+    """Where ``t_ms``, ``client`` and ``cost`` (None: no such column) stand, and how many fields
+    a row has; TraceError for a header without the first two or with one of them twice."""
+    if header is None:
+        raise TraceError(f"{path}: empty file; expected a header with t_ms,client")
+    names = [h.strip() for h in header]
+    missing = [c for c in ("t_ms", "client") if c not in names]
+    if missing:
+        raise TraceError(f"{path}:1: header lacks {', '.join(missing)} (found {header})")
+    for name in ("t_ms", "client", "cost"):
+        if names.count(name) > 1:
+            raise TraceError(
+                f"{path}:1: the header holds column {name!r} {names.count(name)} times "
+                f"(found {header}); which one is meant?"
+            )
+    ik = names.index("cost") if "cost" in names else None
+    return names.index("t_ms"), names.index("client"), ik, len(names)
+
+
+def _slow_t_ms(path: Path, line: int, text: str) -> int:
+    """A time that is not a plain whole number of milliseconds in range: parsed, or refused."""
+    try:
+        return parse_t_ms(text)
+    except ValueError as exc:
+        raise TraceError(f"{path}:{line}: t_ms {text!r} {exc}") from None
+
+
 def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Requests]:
     """CSV with a header holding ``t_ms`` and ``client`` (in any column order), in chunks; an
     optional ``cost`` column gives each request's cost (a whole number >= 1)."""
     path, chunk = Path(path), chunk or CHUNK_REQUESTS
     with _open(path) as fh:
         reader = csv.reader(fh)
-        header = next(reader, None)
-        if header is None:
-            raise TraceError(f"{path}: empty file; expected a header with t_ms,client")
-        names = [h.strip() for h in header]
-        missing = [c for c in ("t_ms", "client") if c not in names]
-        if missing:
-            raise TraceError(f"{path}:1: header lacks {', '.join(missing)} (found {header})")
-        for name in ("t_ms", "client", "cost"):
-            if names.count(name) > 1:
-                raise TraceError(
-                    f"{path}:1: the header holds column {name!r} {names.count(name)} times "
-                    f"(found {header}); which one is meant?"
-                )
-        it, ic, width = names.index("t_ms"), names.index("client"), len(names)
-        ik = names.index("cost") if "cost" in names else None
+        it, ic, ik, width = _csv_columns(path, next(reader, None))
         start, t_ms, clients = 0, list[int](), list[str]()
         costs: list[int] | None = None if ik is None else []
         for row in reader:
@@ -161,13 +174,10 @@ def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Reque
             text = row[it]
             try:
                 t = int(text)  # the usual case, and the quick one
-                if t < 0 or t > MAX_T_MS:
-                    raise ValueError
             except ValueError:
-                try:
-                    t = parse_t_ms(text)
-                except ValueError as exc:
-                    raise TraceError(f"{path}:{reader.line_num}: t_ms {text!r} {exc}") from None
+                t = -1
+            if t < 0 or t > MAX_T_MS:
+                t = _slow_t_ms(path, reader.line_num, text)
             t_ms.append(t)
             clients.append(row[ic])
             if costs is not None:
