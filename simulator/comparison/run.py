@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
 from simulator.checks import ConfigError, check_int
 from simulator.comparison.memory import MEMORY_SOURCE
 from simulator.comparison.score import (
@@ -38,7 +37,7 @@ from simulator.comparison.scorecard import (
 )
 from simulator.comparison.server import on_server
 from simulator.comparison.spec import Candidate, resolve_candidates
-from simulator.comparison.split import MAX_SHARDS, split_trace
+from simulator.comparison.split import MAX_SHARDS, SplitTrace, split_trace
 
 __all__ = ["compare", "Listeners", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
 
@@ -114,67 +113,21 @@ def compare(
     deleted after it). ``listeners`` hear of the run as it goes (:class:`Listeners`), so a caller
     shows progress and keeps what was finished if the run is stopped.
     """
-    on_progress, on_task, on_row = listeners.on_progress, listeners.on_task, listeners.on_row
     base, others = resolve_candidates(baseline, candidates)
     shards = check_int("compare", "shards", shards, 1, MAX_SHARDS)
     everyone = [base, *others]
-    if shards > 1:
-        from simulator.engine.shards import not_per_client
-
-        for c in everyone:
-            why = not_per_client(ALGORITHMS[c.algorithm])
-            if why is not None:
-                raise ConfigError(f"compare.shards: {why}")
-    if backend is not None and not backend.virtual_time:
-        for c in everyone:
-            if ALGORITHMS[c.algorithm].uses_server_time:
-                raise ConfigError(
-                    f"{c.name}: {c.algorithm}'s window is the key's TTL, so on a real server it "
-                    "runs on real time; compare it on fakeredis (the virtual clock)"
-                )
-    from simulator.engine.workers import SERIAL, check_scheduler, dask_client
-    from simulator.userscripts.shipping import shipped
+    _check_runnable(everyone, shards, backend)
+    from simulator.engine.workers import check_scheduler
 
     check_scheduler(scheduler)
-
     with tempfile.TemporaryDirectory(prefix="compare-", dir=workdir) as folder:
         if isinstance(trace, pd.DataFrame):
             path, fmt = _frame_to_csv(trace, Path(folder) / "trace.csv"), "csv"
         else:
             path = Path(trace)
-        split = split_trace(path, fmt, folder, shards, on_progress)
+        split = split_trace(path, fmt, folder, shards, listeners.on_progress)
         timeline = split.timeline(max(c.window_ms for c in everyone))
-
-        def tasks_for(c: Candidate, bits: np.ndarray | None) -> list[Task]:
-            return [
-                Task(c, k, str(f), bits, split.requests, timeline, shipped(c.algorithm))
-                for k, f in enumerate(split.shard_files)
-                if split.shard_requests[k]
-            ]
-
-        names = {c.name: c for c in everyone}
-        expected = {c.name: len(tasks_for(c, None)) for c in everyone}
-        finished: dict[str, list[Part]] = {}
-        merged_by_name: dict[str, Part] = {}
-
-        def take(part: Part) -> None:
-            if on_task is not None:
-                on_task(part)
-            got = finished.setdefault(part.candidate, [])
-            got.append(part)
-            if len(got) == expected[part.candidate]:
-                whole = merged_by_name[part.candidate] = merge_parts(got)
-                del finished[part.candidate]
-                if on_row is not None:
-                    c = names[part.candidate]
-                    on_row(score_row(c, whole, split, c is base))
-
-        real = backend is not None and not backend.virtual_time
-        with dask_client(SERIAL if scheduler is None or real else scheduler) as client:
-            _run(tasks_for(base, None), client, backend, take)
-            bits = merged_by_name[base.name].bits
-            _run([t for c in others for t in tasks_for(c, bits)], client, backend, take)
-    merged = [merged_by_name[c.name] for c in everyone]
+        merged = _replay_all(everyone, split, timeline, scheduler, backend, listeners)
     scorecard = pd.DataFrame(
         [
             score_row(c, p, split, i == 0)
@@ -195,6 +148,72 @@ def compare(
     }
     scorecard.attrs["timeline"] = timeline_frame(merged, timeline)
     return scorecard, clients
+
+
+def _check_runnable(everyone: Sequence[Candidate], shards: int, backend: Any) -> None:
+    """ConfigError for a candidate that cannot run as asked: sharded while it does not decide
+    per client, or on a real server while its window is the key's TTL."""
+    if shards > 1:
+        from simulator.engine.shards import not_per_client
+
+        for c in everyone:
+            why = not_per_client(c.policy.algorithm)
+            if why is not None:
+                raise ConfigError(f"compare.shards: {why}")
+    if backend is not None and not backend.virtual_time:
+        for c in everyone:
+            if c.policy.algorithm.uses_server_time:
+                raise ConfigError(
+                    f"{c.name}: {c.algorithm}'s window is the key's TTL, so on a real server it "
+                    "runs on real time; compare it on fakeredis (the virtual clock)"
+                )
+
+
+def _replay_all(
+    everyone: Sequence[Candidate],
+    split: SplitTrace,
+    timeline: tuple[int, int, int],
+    scheduler: Any,
+    backend: Any,
+    listeners: Listeners,
+) -> list[Part]:
+    """Every configuration's shards replayed (the baseline's first: the others are scored
+    against its decisions) and merged, in ``everyone``'s order."""
+    from simulator.engine.workers import SERIAL, dask_client
+    from simulator.userscripts.shipping import shipped
+
+    base, others = everyone[0], everyone[1:]
+
+    def tasks_for(c: Candidate, bits: np.ndarray | None) -> list[Task]:
+        return [
+            Task(c, k, str(f), bits, split.requests, timeline, shipped(c.algorithm))
+            for k, f in enumerate(split.shard_files)
+            if split.shard_requests[k]
+        ]
+
+    names = {c.name: c for c in everyone}
+    expected = {c.name: len(tasks_for(c, None)) for c in everyone}
+    finished: dict[str, list[Part]] = {}
+    merged_by_name: dict[str, Part] = {}
+
+    def take(part: Part) -> None:
+        if listeners.on_task is not None:
+            listeners.on_task(part)
+        got = finished.setdefault(part.candidate, [])
+        got.append(part)
+        if len(got) == expected[part.candidate]:
+            whole = merged_by_name[part.candidate] = merge_parts(got)
+            del finished[part.candidate]
+            if listeners.on_row is not None:
+                c = names[part.candidate]
+                listeners.on_row(score_row(c, whole, split, c is base))
+
+    real = backend is not None and not backend.virtual_time
+    with dask_client(SERIAL if scheduler is None or real else scheduler) as client:
+        _run(tasks_for(base, None), client, backend, take)
+        bits = merged_by_name[base.name].bits
+        _run([t for c in others for t in tasks_for(c, bits)], client, backend, take)
+    return [merged_by_name[c.name] for c in everyone]
 
 
 def _frame_to_csv(frame: pd.DataFrame, path: Path) -> Path:

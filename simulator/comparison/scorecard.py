@@ -88,7 +88,7 @@ def time_notes(candidate: Candidate, resolution_ms: int) -> str:
     if resolution_ms > 1 and not aligned:
         step = f"{resolution_ms / 1000:g} s" if resolution_ms >= 1000 else f"{resolution_ms} ms"
         notes.append(f"trace resolution ({step})")
-    if ALGORITHMS[candidate.algorithm].uses_server_time:
+    if candidate.policy.algorithm.uses_server_time:
         notes.append("server clock (the window is the key's TTL)")
     return "; ".join(notes)
 

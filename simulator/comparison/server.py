@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from simulator.algorithms import ALGORITHMS
 from simulator.checks import ConfigError
 from simulator.comparison.score import Part, Task, replay_shard
 
@@ -62,7 +61,7 @@ def _weigh(task: Task, backend: Any) -> tuple[int, int]:
             if len(last) > 4 * WEIGHED_CLIENTS:
                 del last[next(iter(last))]
     c = task.candidate
-    limiter = ALGORITHMS[c.algorithm](backend, c.limit, c.window_ms, **dict(c.params))
+    limiter = c.policy.limiter(backend)
     total, clients = 0, 0
     for client, t in list(last.items())[-WEIGHED_CLIENTS:]:
         sizes = [backend.client.memory_usage(k, samples=0) for k in limiter.keys(client, t)]

@@ -22,6 +22,7 @@ from typing import Any
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import own_params
 from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError
+from simulator.policy import Policy, resolve
 
 __all__ = ["Candidate", "parse_spec", "load_candidates", "resolve_candidates"]
 
@@ -40,6 +41,12 @@ class Candidate:
     @property
     def window_s(self) -> float:
         return self.window_ms / 1000
+
+    @property
+    def policy(self) -> Policy:
+        """The algorithm resolved with this candidate's numbers (the name stays the field a
+        task carries to a worker, where a user's script is installed before it is resolved)."""
+        return resolve(self.algorithm, self.limit, self.window_ms, self.params, owner=self.name)
 
 
 def _limit(where: str, value: object) -> int:
@@ -90,7 +97,8 @@ def _build(
         raise ConfigError(
             f"{where}: unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}"
         )
-    declared = [p.name for p in ALGORITHMS[algorithm].params_declared]
+    cls = ALGORITHMS[algorithm]
+    declared = [p.name for p in cls.params_declared]
     for key in values:
         if key not in ("limit", "window", *declared):
             own = ", ".join(declared) or "none"
@@ -112,9 +120,7 @@ def _build(
         raise ConfigError(f"{where}: needs window=SECONDS")
     given = {k: v for k, v in values.items() if k not in ("limit", "window")}
     try:
-        params = own_params(
-            algorithm, ALGORITHMS[algorithm].params_declared, given, limit, window_ms
-        )
+        params = own_params(algorithm, cls.params_declared, given, limit, window_ms)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return Candidate(name, algorithm, limit, window_ms, params)
