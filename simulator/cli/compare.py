@@ -46,6 +46,35 @@ def _cell(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as lines: the first column to the left, the others to the right."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            v.ljust(w) if i == 0 else v.rjust(w)
+            for i, (v, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    ]
+
+
+def _notes(r: dict[str, Any]) -> list[str]:
+    """What a configuration's row says beyond the table's columns (a NaN is not said)."""
+    notes = []
+    if r["depends_on"]:
+        notes.append(f"depends on the {r['depends_on']}")
+    if r["server_cpu_us_per_decision"] == r["server_cpu_us_per_decision"]:
+        notes.append(f"server CPU {r['server_cpu_us_per_decision']:.2f} µs per decision")
+    if r["bytes_per_client_on_server"] == r["bytes_per_client_on_server"]:
+        notes.append(
+            f"{r['bytes_per_client_on_server']:,.0f} bytes per client weighed on the server "
+            "(MEMORY USAGE of the keys alive at the end)"
+        )
+    if r["refused_never"]:
+        notes.append(f"{r['refused_never']:,} refusals can never pass (cost over the limit)")
+    return notes
+
+
 def format_scorecard(scorecard: Any) -> str:
     """The scorecard as a text table, one line per configuration, the notes beneath."""
     header = [label for _, label in _SHOWN]
@@ -53,33 +82,9 @@ def format_scorecard(scorecard: Any) -> str:
         [_cell(r[c], 3 if c.endswith("_s") else 2) for c, _ in _SHOWN]
         for r in scorecard.to_dict("records")
     ]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines = [
-        "  ".join(
-            h.ljust(w) if i == 0 else h.rjust(w)
-            for i, (h, w) in enumerate(zip(header, widths, strict=True))
-        )
-    ]
-    for r in rows:
-        lines.append(
-            "  ".join(
-                v.ljust(w) if i == 0 else v.rjust(w)
-                for i, (v, w) in enumerate(zip(r, widths, strict=True))
-            )
-        )
+    lines = _aligned([header, *rows])
     for r in scorecard.to_dict("records"):
-        notes = []
-        if r["depends_on"]:
-            notes.append(f"depends on the {r['depends_on']}")
-        if r["server_cpu_us_per_decision"] == r["server_cpu_us_per_decision"]:
-            notes.append(f"server CPU {r['server_cpu_us_per_decision']:.2f} µs per decision")
-        if r["bytes_per_client_on_server"] == r["bytes_per_client_on_server"]:
-            notes.append(
-                f"{r['bytes_per_client_on_server']:,.0f} bytes per client weighed on the server "
-                "(MEMORY USAGE of the keys alive at the end)"
-            )
-        if r["refused_never"]:
-            notes.append(f"{r['refused_never']:,} refusals can never pass (cost over the limit)")
+        notes = _notes(r)
         if notes:
             lines.append(f"  {r['candidate']}: " + "; ".join(notes))
     return "\n".join(lines)
@@ -112,11 +117,10 @@ def format_clients(clients: Any, top: int) -> str:
     return "\n".join(lines)
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from simulator.cli.runs import OutputError, check_output, open_backend, sigterm_interrupts
-    from simulator.comparison import Listeners, compare, load_candidates, parse_spec
+def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """The baseline and the candidates the command line names, checked before anything is read."""
+    from simulator.cli.runs import OutputError, check_output
+    from simulator.comparison import load_candidates, parse_spec
     from simulator.comparison.spec import resolve_candidates
 
     baseline = parse_spec(args.baseline, what="--baseline")
@@ -136,6 +140,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "--scheduler runs shards on fake servers of their own; on a real server (--backend) "
             "the shards run here, one after another: leave --scheduler out"
         )
+    return baseline, candidates
+
+
+def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any]) -> Any:
+    """The comparison with a progress bar; what was finished is kept if it stops early."""
+    from tqdm import tqdm
+
+    from simulator.cli.runs import open_backend, sigterm_interrupts
+    from simulator.comparison import Listeners, compare
+
     total = len(candidates) + 1
     finished: list[dict[str, Any]] = []
     try:
@@ -150,7 +164,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     tasks_done.append(part.candidate)
                     bar.set_description(f"{len(tasks_done)} tasks done ({total} configurations)")
 
-                scorecard, clients = compare(
+                return compare(
                     args.trace,
                     baseline,
                     candidates,
@@ -163,6 +177,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except BaseException:  # Ctrl-C, SIGTERM, a failed server or script: keep what was finished
         _keep_finished(args, finished, total)
         raise
+
+
+def _write(args: argparse.Namespace, scorecard: Any, clients: Any) -> None:
+    """The files asked for: the scorecard, the clients, the charts."""
+    if args.out is not None:
+        scorecard.to_csv(args.out, index=False)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.clients_out is not None:
+        clients.to_csv(args.clients_out, index=False, encoding="utf-8", errors="surrogateescape")
+        print(f"wrote {args.clients_out}", file=sys.stderr)
+    if args.charts is not None:
+        from simulator.charts.compare import save_compare_charts
+
+        for path in save_compare_charts(scorecard, clients, args.charts):
+            print(f"wrote {path}", file=sys.stderr)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    baseline, candidates = _candidates(args)
+    scorecard, clients = _run_compare(args, baseline, candidates)
     facts = scorecard.attrs["trace"]
     step = facts["resolution_ms"]
     shown = f"{step / 1000:g} s" if step >= 1000 else f"{step} ms"
@@ -175,17 +209,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(clients):
         print()
         print(format_clients(clients, args.top))
-    if args.out is not None:
-        scorecard.to_csv(args.out, index=False)
-        print(f"wrote {args.out}", file=sys.stderr)
-    if args.clients_out is not None:
-        clients.to_csv(args.clients_out, index=False, encoding="utf-8", errors="surrogateescape")
-        print(f"wrote {args.clients_out}", file=sys.stderr)
-    if args.charts is not None:
-        from simulator.charts.compare import save_compare_charts
-
-        for path in save_compare_charts(scorecard, clients, args.charts):
-            print(f"wrote {path}", file=sys.stderr)
+    _write(args, scorecard, clients)
     return 0
 
 
