@@ -89,18 +89,7 @@ def decide_pipelined(
     stream = backend.stream(batches(), depth)
     try:
         for lo, hi in bounds:
-            lost: BackendError | None = None
-            try:
-                replies = next(stream)
-            except BackendError as exc:
-                if exc.replies is None:
-                    exc.decided = done
-                    raise
-                # Some calls were answered before the failure (a cluster's other nodes): the
-                # ones before the first unanswered call are decisions made, and kept.
-                lost, replies = exc, list(exc.replies)
-                gap = next((i for i, r in enumerate(replies) if r is NO_REPLY), len(replies))
-                replies = replies[:gap]
+            replies, lost = _answered(stream, done)
             failed = next((r for r in replies if isinstance(r, ScriptError)), None)
             if failed is not None:
                 replies = replies[: replies.index(failed)]
@@ -122,14 +111,7 @@ def decide_pipelined(
                     )
                 )
             done += n
-            if lost is not None:
-                lost.decided = done
-                raise lost
-            if failed is not None:
-                failure = getattr(limiter, "failure", None)  # a user's script names its file
-                error = failed if failure is None else failure(failed)
-                error.decided = done
-                raise error
+            _raise_stopped(limiter, lost, failed, done)
             if watch is not None:
                 watch.end(times[hi - 1])
     finally:
@@ -137,3 +119,34 @@ def decide_pipelined(
         if close is not None:
             close()
     return times, DecisionColumns.concat(parts)
+
+
+def _answered(
+    stream: Iterator[Sequence[Any]], done: int
+) -> tuple[Sequence[Any], BackendError | None]:
+    """The next batch's replies, and the error of a server that went away mid-batch (None when
+    it did not): the calls before the first unanswered one are decisions made, and kept. A
+    failure with nothing answered is raised at once, counting the ``done`` before it."""
+    try:
+        return next(stream), None
+    except BackendError as exc:
+        if exc.replies is None:
+            exc.decided = done
+            raise
+        replies = list(exc.replies)
+        gap = next((i for i, r in enumerate(replies) if r is NO_REPLY), len(replies))
+        return replies[:gap], exc
+
+
+def _raise_stopped(
+    limiter: Limiter, lost: BackendError | None, failed: ScriptError | None, done: int
+) -> None:
+    """Stop the run where a server went away or a script failed, ``done`` decisions made."""
+    if lost is not None:
+        lost.decided = done
+        raise lost
+    if failed is not None:
+        failure = getattr(limiter, "failure", None)  # a user's script names its file
+        error = failed if failure is None else failure(failed)
+        error.decided = done
+        raise error
