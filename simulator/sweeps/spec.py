@@ -27,12 +27,15 @@ import itertools
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.checks import ConfigError
+
+if TYPE_CHECKING:
+    from simulator.algorithms.base import Param
 
 __all__ = [
     "SweepSpec",
@@ -80,8 +83,6 @@ def load_spec(path: str | Path) -> SweepSpec:
 
 def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
     """A spec from its parsed form (a TOML file's tables, or a dict built in Python)."""
-    from simulator.sweeps.studies import STUDIES
-
     unknown = set(data) - {"name", "study", "grid", "description"}
     if unknown:
         raise ConfigError(
@@ -93,7 +94,26 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
         raise ConfigError(
             f"{source}: name: must be a folder name (letters, digits, _ . -), got {name!r}"
         )
-    study_name = data.get("study")
+    study = _study(source, data.get("study"))
+    grid = data.get("grid", {})
+    if not isinstance(grid, Mapping):
+        raise ConfigError(f"{source}: grid: must be a table ([grid])")
+    owner = f"{source}: grid"
+    checked = _axes(owner, study, grid)
+    params = _params(owner, grid.get("params", {}), checked["algorithm"])
+    spec = SweepSpec(name, study.name, checked, params, source)
+    if grid_size(spec) > MAX_POINTS:
+        raise ConfigError(f"{source}: grid: more than {MAX_POINTS:,} points; split the sweep")
+    if spec.params:  # each value of an algorithm's own parameter is checked at every point
+        for _ in _iter_points(spec):
+            pass
+    return spec
+
+
+def _study(source: str, study_name: object) -> Any:
+    """The sweep study a spec names; ConfigError for memory (not a sweep) or an unknown one."""
+    from simulator.sweeps.studies import STUDIES
+
     if study_name == "memory":
         raise ConfigError(
             f"{source}: study: memory is not a sweep study (it measures one real server at a "
@@ -103,18 +123,19 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
         raise ConfigError(
             f"{source}: study: must be one of {', '.join(STUDIES)}, got {study_name!r}"
         )
-    study = STUDIES[study_name]
-    grid = data.get("grid", {})
-    if not isinstance(grid, Mapping):
-        raise ConfigError(f"{source}: grid: must be a table ([grid])")
+    return STUDIES[study_name]  # type: ignore[index]  # a str: it is one of STUDIES' keys
+
+
+def _axes(owner: str, study: Any, grid: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """Each of the study's axes with its values checked (its default where the grid leaves it
+    out); ConfigError for a key that is no axis of the study."""
     axes = {a.name: a for a in study.axes}
     for key in grid:
         if key != "params" and key not in axes:
             raise ConfigError(
-                f"{source}: grid.{key}: the {study.name} study has no such axis "
+                f"{owner}.{key}: the {study.name} study has no such axis "
                 f"(its axes: {', '.join(axes)}; algorithm parameters go in [grid.params])"
             )
-    owner = f"{source}: grid"
     checked: dict[str, tuple[Any, ...]] = {}
     for axis in study.axes:
         raw = grid.get(axis.name, axis.default)
@@ -123,14 +144,7 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
             axis.check(owner, f"{axis.name}[{i}]" if isinstance(raw, list) else axis.name, v)
             for i, v in enumerate(values)
         )
-    params = _params(owner, grid.get("params", {}), checked["algorithm"])
-    spec = SweepSpec(name, study.name, checked, params, source)
-    if grid_size(spec) > MAX_POINTS:
-        raise ConfigError(f"{source}: grid: more than {MAX_POINTS:,} points; split the sweep")
-    if spec.params:  # each value of an algorithm's own parameter is checked at every point
-        for _ in _iter_points(spec):
-            pass
-    return spec
+    return checked
 
 
 def _values(owner: str, name: str, raw: Any) -> list[Any]:
@@ -163,7 +177,6 @@ def _params(owner: str, raw: Any, algorithms: tuple[str, ...]) -> dict[str, tupl
 
 def _iter_points(spec: SweepSpec, limit: int | None = None) -> Any:
     from simulator.algorithms import ALGORITHMS
-    from simulator.algorithms.base import own_params
     from simulator.sweeps.studies import STUDIES
     from simulator.userscripts.shipping import digest
 
@@ -171,28 +184,44 @@ def _iter_points(spec: SweepSpec, limit: int | None = None) -> Any:
     others = [n for n in spec.grid if n != "algorithm"]
     count = 0
     for algorithm in spec.grid["algorithm"]:
-        own = [p.name for p in ALGORITHMS[algorithm].params_declared if p.name in spec.params]
+        declared = ALGORITHMS[algorithm].params_declared
+        own = [p.name for p in declared if p.name in spec.params]
+        sha = digest(algorithm)  # a user's script: which version
         for combo in itertools.product(*(spec.grid[n] for n in others)):
             point = {"algorithm": algorithm, **dict(zip(others, combo, strict=True))}
             for values in itertools.product(*(spec.params[n] for n in own)):
                 given = dict(zip(own, values, strict=True))
-                if given:  # checked against the algorithm's declarations, naming the value
-                    window_ms = max(1, round(point.get("window_s", 60.0) * 1000))
-                    limit_ = point.get("limit", 100)
-                    own_params(
-                        f"{spec.source}: grid ({algorithm})",
-                        ALGORITHMS[algorithm].params_declared,
-                        given,
-                        limit_,
-                        window_ms,
-                    )
-                full = point | {f"param_{n}": v for n, v in given.items()}
-                if (sha := digest(algorithm)) is not None:  # a user's script: which version
-                    full["script_sha"] = sha
+                full = _point(spec, point, given, declared, sha)
                 yield study.derive(full, spec) if study.derive else full
                 count += 1
                 if limit is not None and count >= limit:
                     return
+
+
+def _point(
+    spec: SweepSpec,
+    point: dict[str, Any],
+    given: dict[str, Any],
+    declared: Sequence[Param],
+    sha: str | None,
+) -> dict[str, Any]:
+    """One grid point's parameters: the axes', the algorithm's own (checked against its
+    declarations, naming the value) and a user's script's version."""
+    from simulator.algorithms.base import own_params
+
+    if given:
+        window_ms = max(1, round(point.get("window_s", 60.0) * 1000))
+        own_params(
+            f"{spec.source}: grid ({point['algorithm']})",
+            declared,
+            given,
+            point.get("limit", 100),
+            window_ms,
+        )
+    full = point | {f"param_{n}": v for n, v in given.items()}
+    if sha is not None:
+        full["script_sha"] = sha
+    return full
 
 
 def iter_points(spec: SweepSpec) -> Any:
