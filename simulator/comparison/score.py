@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,7 +117,6 @@ class _Tally:
         allowed = np.asarray(rows.columns.allowed, dtype=bool)
         t_list = list(rows.t_ms)
         clients = rows.clients
-        costs = rows.cost_list()
         part.decided += n
         admitted = int(allowed.sum())
         part.admitted += admitted
@@ -125,7 +124,24 @@ class _Tally:
         retry = rows.columns.retry_after_ms[~allowed]
         part.retry_after_ms.update(retry.tolist())
         self.requests.update(clients)
-        exact = np.empty(n, dtype=bool)
+        exact = self._walk(clients, t_list, rows.cost_list(), allowed)
+        self.since_prune += n
+        if self.since_prune >= PRUNE_EVERY:
+            self._prune(t_list[-1])
+        part.wrongly_admitted += int((allowed & ~exact).sum())
+        part.wrongly_refused += int((~allowed & exact).sum())
+        if self.own is not None:
+            self.own[positions] = allowed
+            return
+        self._flips(positions, allowed, t_list, clients)
+
+    def _walk(
+        self, clients: Sequence[str], t_list: list[int], costs: Sequence[int], allowed: np.ndarray
+    ) -> np.ndarray:
+        """One batch's requests in order: the exact count's decisions (returned), the clients
+        holding state and the most each got through in one trailing window."""
+        part = self.part
+        exact = np.empty(len(t_list), dtype=bool)
         decide, w, t0, b = self.exact, self.window_ms, self.t0_ms, self.bucket_ms
         spans, windows, in_window = self.spans, self.windows, self.in_window
         most = part.most_in_window
@@ -157,14 +173,14 @@ class _Tally:
                 if held > most:
                     most = held
         part.most_in_window = most
-        self.since_prune += n
-        if self.since_prune >= PRUNE_EVERY:
-            self._prune(t_list[-1])
-        part.wrongly_admitted += int((allowed & ~exact).sum())
-        part.wrongly_refused += int((~allowed & exact).sum())
-        if self.own is not None:
-            self.own[positions] = allowed
-            return
+        return exact
+
+    def _flips(
+        self, positions: np.ndarray, allowed: np.ndarray, t_list: list[int], clients: Sequence[str]
+    ) -> None:
+        """The decisions that differ from the baseline's: counted each way, per bucket of the
+        timeline and per client."""
+        part, t0, b = self.part, self.t0_ms, self.bucket_ms
         assert self.base is not None
         base = self.base[positions]
         to_refused, to_admitted = base & ~allowed, ~base & allowed

@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 import pickle
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from simulator.playback.scan import scan_trace
 from simulator.playback.spool import SpoolError
@@ -99,37 +100,43 @@ def split_trace(
     out.costs = scan.costs
     out.shard_files = [workdir / f"shard-{k:05d}.pickle" for k in range(shards)]
     out.shard_requests = [0] * shards
-    resolutions = list(RESOLUTIONS_MS)
-    seen: set[str] = set()
-    buffers: list[list[Requests]] = [[] for _ in range(shards)]
-    held = [0] * shards
-    block = max(1024, BLOCK_REQUESTS // shards)
     try:
         files = [f.open("wb") for f in out.shard_files]
         try:
-            for part in scan.in_time_order():
-                while resolutions[0] > 1 and any(t % resolutions[0] for t in part.t_ms):
-                    resolutions.pop(0)
-                seen.update(part.clients)
-                for k, piece in _dealt(part, shards):
-                    out.shard_requests[k] += len(piece.t_ms)
-                    buffers[k].append(piece)
-                    held[k] += len(piece.t_ms)
-                    if held[k] >= block:
-                        pickle.dump(_joined(buffers[k]), files[k], pickle.HIGHEST_PROTOCOL)
-                        buffers[k], held[k] = [], 0
-            for k, buffered in enumerate(buffers):
-                if buffered:
-                    pickle.dump(_joined(buffered), files[k], pickle.HIGHEST_PROTOCOL)
+            out.resolution_ms, out.clients = _deal(scan.in_time_order(), out, files)
         finally:
             for f in files:
                 f.close()
             scan.close()
     except OSError as exc:
         raise SpoolError(f"{workdir}: cannot write the shards ({exc.strerror or exc})") from None
-    out.resolution_ms = resolutions[0]
-    out.clients = len(seen)
     return out
+
+
+def _deal(parts: Iterable[Requests], out: SplitTrace, files: Sequence[BinaryIO]) -> tuple[int, int]:
+    """Deal the requests (in time order) into the shards' ``files``, a block at a time, counted
+    in ``out.shard_requests``; returns the trace's time resolution (ms) and how many clients."""
+    shards = len(files)
+    resolutions = list(RESOLUTIONS_MS)
+    seen: set[str] = set()
+    buffers: list[list[Requests]] = [[] for _ in range(shards)]
+    held = [0] * shards
+    block = max(1024, BLOCK_REQUESTS // shards)
+    for part in parts:
+        while resolutions[0] > 1 and any(t % resolutions[0] for t in part.t_ms):
+            resolutions.pop(0)
+        seen.update(part.clients)
+        for k, piece in _dealt(part, shards):
+            out.shard_requests[k] += len(piece.t_ms)
+            buffers[k].append(piece)
+            held[k] += len(piece.t_ms)
+            if held[k] >= block:
+                pickle.dump(_joined(buffers[k]), files[k], pickle.HIGHEST_PROTOCOL)
+                buffers[k], held[k] = [], 0
+    for k, buffered in enumerate(buffers):
+        if buffered:
+            pickle.dump(_joined(buffered), files[k], pickle.HIGHEST_PROTOCOL)
+    return resolutions[0], len(seen)
 
 
 def _dealt(part: Requests, shards: int) -> Iterator[tuple[int, Requests]]:
