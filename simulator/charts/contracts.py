@@ -6,6 +6,8 @@ its small-burst variant hatched in the same colour.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -34,36 +36,7 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
     for ax, (column, title) in zip(axes, _PANELS, strict=True):
         for k, variant in enumerate(variants):
             part = table[table["variant"] == variant].set_index("family").reindex(families)
-            algorithm = kinds[variant]
-            small = variant != algorithm
-            sampled = (
-                part["sampled"].fillna(False).astype(bool).to_numpy()
-                if ("sampled" in part)
-                else np.zeros(len(part), dtype=bool)
-            )
-            label = LABELS[algorithm] + (" (small burst: limit / 10)" if small else "")
-            if sampled.any():
-                label += " (sampled)"
-            y = y0 + 0.4 - (k + 0.5) * height
-            values = part[column].to_numpy(dtype=float)
-            ax.barh(
-                y,
-                values,
-                height=height * 0.9,
-                color="white" if small or sampled.any() else PALETTE[algorithm],
-                edgecolor=PALETTE[algorithm],
-                hatch="////" if small else ("...." if sampled.any() else None),
-                label=label,
-            )
-            if sampled.any():
-                for yi, v, n, of in zip(
-                    y[sampled],
-                    values[sampled],
-                    part["requests"][sampled],
-                    part["offered_requests"][sampled],
-                    strict=True,
-                ):
-                    ax.text(v, yi, f" sampled: {int(n):,} of {int(of):,}", va="center", fontsize=7)
+            _bars(ax, part, column, variant, kinds[variant], y0 + 0.4 - (k + 0.5) * height, height)
         ax.set_title(title, fontsize=10)
         if "sampled" in table and table["sampled"].fillna(False).astype(bool).any():
             ax.set_xlim(0, 1.6 * float(table[column].max()))  # room for the sample's note
@@ -81,3 +54,45 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
     rows = -(-len(labels) // 4)  # the legend's rows under the axes, about 0.2 in each
     fig.tight_layout(rect=(0, min(0.4, (0.2 * rows + 0.02) / fig.get_figheight()), 1, 1))
     return fig
+
+
+def _bars(
+    ax: Any,
+    part: pd.DataFrame,
+    column: str,
+    variant: str,
+    algorithm: str,
+    y: np.ndarray,
+    height: float,
+) -> None:
+    """One variant's bars, a family each: the small-burst variant hatched, a sampled one dotted
+    and its sample's size beside it."""
+    small = variant != algorithm
+    sampled = (
+        part["sampled"].fillna(False).astype(bool).to_numpy()
+        if ("sampled" in part)
+        else np.zeros(len(part), dtype=bool)
+    )
+    label = LABELS[algorithm] + (" (small burst: limit / 10)" if small else "")
+    if sampled.any():
+        label += " (sampled)"
+    values = part[column].to_numpy(dtype=float)
+    ax.barh(
+        y,
+        values,
+        height=height * 0.9,
+        color="white" if small or sampled.any() else PALETTE[algorithm],
+        edgecolor=PALETTE[algorithm],
+        hatch="////" if small else ("...." if sampled.any() else None),
+        label=label,
+    )
+    if not sampled.any():
+        return
+    for yi, v, n, of in zip(
+        y[sampled],
+        values[sampled],
+        part["requests"][sampled],
+        part["offered_requests"][sampled],
+        strict=True,
+    ):
+        ax.text(v, yi, f" sampled: {int(n):,} of {int(of):,}", va="center", fontsize=7)
