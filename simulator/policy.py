@@ -23,7 +23,7 @@ from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 if TYPE_CHECKING:
     from simulator.backends.base import Backend
 
-__all__ = ["Policy", "resolve"]
+__all__ = ["Policy", "lookup", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,25 @@ class Policy:
         ) == (other.algorithm, other.limit, other.window_ms, dict(other.params))
 
 
+def lookup(
+    algorithm: str | type[Limiter],
+    registry: Mapping[str, type[Limiter]] | None = None,
+    owner: str = "algorithm",
+) -> type[Limiter]:
+    """The Limiter class a name stands for (looked up in ``registry``, by default
+    :data:`~simulator.algorithms.ALGORITHMS`), or the class itself; ConfigError naming
+    ``owner`` for a name nobody registered or anything else. The one place a name is looked up
+    on its way in."""
+    if isinstance(algorithm, str):
+        known = ALGORITHMS if registry is None else registry
+        if algorithm not in known:
+            raise ConfigError(f"{owner}: unknown {algorithm!r}; known: {', '.join(known)}")
+        return known[algorithm]
+    if isinstance(algorithm, type) and issubclass(algorithm, Limiter):
+        return algorithm
+    raise ConfigError(f"{owner}: must be an algorithm's name or a Limiter class, got {algorithm!r}")
+
+
 def resolve(
     algorithm: str | type[Limiter],
     limit: int,
@@ -84,9 +103,5 @@ def resolve(
     """The :class:`Policy` for a name (looked up in ``registry``, by default
     :data:`~simulator.algorithms.ALGORITHMS`) or a Limiter class; ConfigError naming ``owner``
     for a name nobody registered."""
-    if isinstance(algorithm, str):
-        known = ALGORITHMS if registry is None else registry
-        if algorithm not in known:
-            raise ConfigError(f"{owner}: unknown {algorithm!r}; known: {', '.join(known)}")
-        algorithm = known[algorithm]
-    return Policy(algorithm, limit, window_ms, dict(params or {}))  # type: ignore[arg-type]
+    cls = lookup(algorithm, registry, owner)
+    return Policy(cls, limit, window_ms, dict(params or {}))  # type: ignore[arg-type]

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import own_params
 from simulator.checks import (
     MAX_LIMIT,
@@ -23,7 +22,7 @@ from simulator.checks import (
     check_int,
     check_number,
 )
-from simulator.policy import Policy
+from simulator.policy import Policy, lookup
 
 __all__ = ["ClientSpec", "ConstantRate", "Poisson", "BurstAt", "OnOff", "Polite", "Scenario"]
 
@@ -122,7 +121,7 @@ class Polite(ConstantRate):
 class Scenario:
     """One run: an algorithm, its limit per window, the clients, how long, which seed."""
 
-    algorithm: str
+    algorithm: str  # a Limiter class is taken too, and kept as its name
     limit: int
     window_ms: int
     duration_ms: float
@@ -135,10 +134,9 @@ class Scenario:
     policy: Policy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ConfigError(
-                f"Scenario.algorithm: unknown {self.algorithm!r}; known: {', '.join(ALGORITHMS)}"
-            )
+        # a name or a Limiter class; the field keeps the name, as every frame's column says it
+        cls = lookup(self.algorithm, owner="Scenario.algorithm")
+        _set(self, "algorithm", cls.name)
         if not isinstance(self.params, Mapping):
             raise ConfigError(
                 f"Scenario.params: must be a mapping of names to numbers, got {self.params!r}"
@@ -153,7 +151,6 @@ class Scenario:
         ):
             raise ConfigError("Scenario.clients: must be a tuple of client specs")
         _set(self, "seed", check_int("Scenario", "seed", self.seed, 0))
-        cls = ALGORITHMS[self.algorithm]
         values = own_params(
             "Scenario", cls.params_declared, self.params, self.limit, self.window_ms
         )

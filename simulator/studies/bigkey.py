@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import Limiter
 from simulator.backends import RedisBackend
+from simulator.policy import resolve
 from simulator.studies.memory import _pipelined
 from simulator.studies.weighing import _encoding, _text, flush, server_facts
 
@@ -36,7 +37,7 @@ def _evalsha_stats(client: Any) -> tuple[int, int]:
 
 def decision_cost(
     backend: RedisBackend,
-    algorithm: str,
+    algorithm: str | type[Limiter],
     limit: int,
     decisions: int = 1000,
     window_ms: int = 60_000,
@@ -50,7 +51,8 @@ def decision_cost(
     """
     client = backend.client
     flush(client)
-    limiter = ALGORITHMS[algorithm](backend, limit, window_ms)
+    policy = resolve(algorithm, limit, window_ms, owner="decision_cost.algorithm")
+    limiter = policy.limiter(backend)
     step, t0 = window_ms / limit, (int(time.time() * 1000) // window_ms) * window_ms
     fill = [limiter.call("bigkey", t0 + round(i * step)) for i in range(limit)]
     _pipelined(backend, fill)
@@ -79,7 +81,7 @@ def decision_cost(
     pause_wall_ns = time.perf_counter_ns() - start
     calls2, usec2 = _evalsha_stats(client)
     return {
-        "algorithm": algorithm,
+        "algorithm": policy.name,
         "limit": limit,
         "window_ms": window_ms,
         "keys": len(keys),

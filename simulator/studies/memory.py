@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from simulator.algorithms.base import MemoryModel
 from simulator.backends import RedisBackend
 from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
 from simulator.keys import hash_tag
+from simulator.policy import Policy, resolve
 from simulator.studies.weighing import (
     USER_FORMAT,
     _clone,
@@ -70,23 +72,30 @@ class Layout:
     id_format: str = ""  # sliding log members: "now_ms-seq" (as limiters.py writes) or "uuid4"
 
     def __post_init__(self) -> None:
-        model = ALGORITHMS[self.algorithm].memory if self.algorithm in ALGORITHMS else None
-        if model is None:
-            raise ConfigError(
-                f"Layout.algorithm: unknown {self.algorithm!r} (or not in the memory study)"
-            )
         if self.state not in ("steady", "seam", "idle"):
             raise ConfigError(f"Layout.state: must be steady, seam or idle, got {self.state!r}")
         check_int("Layout", "limit", self.limit, 1, MAX_LIMIT)
         check_int("Layout", "window_ms", self.window_ms, 1, MAX_WINDOW_MS)
+        known = self.algorithm in ALGORITHMS  # the study's own message for a name it lacks
+        model = self.policy.algorithm.memory if known else None
+        if model is None:
+            raise ConfigError(
+                f"Layout.algorithm: unknown {self.algorithm!r} (or not in the memory study)"
+            )
         if model.request_ids != (self.id_format in ID_FORMATS):
             raise ConfigError(
                 f"Layout.id_format: one of {ID_FORMATS} for algorithms that keep request ids only"
             )
 
+    @cached_property
+    def policy(self) -> Policy:
+        """The algorithm with this layout's limit and window (its own parameters at their
+        defaults), resolved once: what builds the user."""
+        return resolve(self.algorithm, self.limit, self.window_ms, owner="Layout.algorithm")
+
     @property
     def model(self) -> MemoryModel:
-        model = ALGORITHMS[self.algorithm].memory
+        model = self.policy.algorithm.memory
         assert model is not None  # checked on construction
         return model
 
@@ -95,14 +104,13 @@ class Layout:
         """How many grid windows of requests build this state: the algorithm's own count, or for
         a user's script as many as its keys reach back (``{window-1}``: the previous window's
         key is alive in the steady state too)."""
-        kept = max(self.model.windows, _script_windows(self.algorithm))
+        kept = max(self.model.windows, _script_windows(self.policy.algorithm))
         return kept + (1 if self.state == "seam" else 0)
 
 
-def _script_windows(algorithm: str) -> int:
+def _script_windows(cls: type[Limiter]) -> int:
     """Grid windows whose keys a user's script keeps at once (1 for a built-in: its own
     :class:`MemoryModel` says)."""
-    cls = ALGORITHMS[algorithm]
     if not issubclass(cls, UserScript):
         return 1
     return 2 if any("{window-1}" in key for key in cls.declaration.keys) else 1
@@ -170,7 +178,7 @@ def build_users(
     One limiter serves all clients, as one application process would, so the sliding log's
     ``<now_ms>-<seq>`` request ids carry the sequence numbers of a process that has been busy.
     """
-    limiter: Limiter = ALGORITHMS[layout.algorithm](backend, layout.limit, layout.window_ms)
+    limiter: Limiter = layout.policy.limiter(backend)
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     times = _request_times(layout, now_ms)
     group = max(1, 20_000 // len(times))  # clients per batch of calls
