@@ -93,15 +93,24 @@ def lookup(
 
 
 def resolve(
-    algorithm: str | type[Limiter],
-    limit: int,
-    window_ms: int,
+    algorithm: str | type[Limiter] | Policy,
+    limit: int | None,
+    window_ms: int | None,
     params: Mapping[str, object] | None = None,
     registry: Mapping[str, type[Limiter]] | None = None,
     owner: str = "algorithm",
 ) -> Policy:
     """The :class:`Policy` for a name (looked up in ``registry``, by default
-    :data:`~simulator.algorithms.ALGORITHMS`) or a Limiter class; ConfigError naming ``owner``
-    for a name nobody registered."""
+    :data:`~simulator.algorithms.ALGORITHMS`) or a Limiter class with its numbers; a Policy
+    given is taken as it is (its numbers are its own: none may be given beside it).
+    ConfigError naming ``owner`` for a name nobody registered or a number missing."""
+    if isinstance(algorithm, Policy):
+        if limit is not None or window_ms is not None or params:
+            raise ConfigError(
+                f"{owner}: a Policy holds its own limit, window and parameters; give none beside it"
+            )
+        return algorithm
     cls = lookup(algorithm, registry, owner)
+    if limit is None or window_ms is None:
+        raise ConfigError(f"{owner}: {cls.name} needs a limit and a window_ms")
     return Policy(cls, limit, window_ms, dict(params or {}))  # type: ignore[arg-type]

@@ -26,6 +26,7 @@ from simulator.backends.embedded_cluster import EmbeddedCluster
 from simulator.engine.own_keys import leftover_keys, run_keys
 from simulator.engine.realtime import server_time_free
 from simulator.playback.run import replay
+from simulator.policy import resolve
 
 TRICKY = ["", "{", "}", "{}", "a}b{c", ":", "user:1", "a b", "ünï©ødé", "🙂", "%", "%25", "{x}"]
 
@@ -170,7 +171,7 @@ def test_killed_node_stops_the_replay_with_every_answered_call_written():
 
 def test_leftover_keys_are_found_on_every_node(backend):
     requests = [(f"left {i}", t) for i in range(300) for t in (0, 1500, 2500)]
-    keys = run_keys("sliding_counter", 3, 1000, requests, backend)
+    keys = run_keys(resolve("sliding_counter", 3, 1000), requests, backend)
     assert len(keys) == 300 * 4  # windows -1, 0, 1, 2 for each client, each key once
     assert backend.existing(keys) == (0, [])
     left = keys[5::97]

@@ -23,6 +23,7 @@ from simulator.cli.args import (
     second_of_run,
     without_commands,
 )
+from simulator.policy import resolve
 
 __all__ = ["register", "cmd_burst", "most_requests"]
 
@@ -93,7 +94,7 @@ def _check_clash(
 
     unstarted = FakeRedisBackend(lambda: 0)  # keys are names: no server needed to list them
     clash = shared_key(
-        {a: run_keys(a, limit, window_ms, first, unstarted, params[a]) for a in ALGORITHMS}
+        {a: run_keys(resolve(a, limit, window_ms, params[a]), first, unstarted) for a in ALGORITHMS}
     )
     if clash is not None:
         raise UsageError(f"burst: {clash}")
@@ -178,7 +179,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
             return [
                 k
                 for a in chosen
-                for k in run_keys(a, args.limit, window_ms, requests, backend, params[a])
+                for k in run_keys(resolve(a, args.limit, window_ms, params[a]), requests, backend)
             ]
 
         problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)

@@ -102,6 +102,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     from simulator.playback.run import Streaming, replay_requests
     from simulator.playback.scan import scan_trace
     from simulator.playback.spool import work_folder
+    from simulator.policy import resolve
 
     with sigterm_interrupts(), work_folder() as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
@@ -122,6 +123,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                 )
             window_ms = round(args.window * 1000)
             params = params_for(args.algorithm, args.param, strict=True)
+            policy = resolve(args.algorithm, args.limit, window_ms, params)  # once, for all below
 
             def key_groups() -> Iterator[KeyGroup]:
                 # A long trace's keys are looked up a slice of it at a time, never all at once.
@@ -132,7 +134,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                     requests = zip(part.clients, part.t_ms, strict=True)
                     yield (
                         which,
-                        run_keys(args.algorithm, args.limit, window_ms, requests, backend, params),
+                        run_keys(policy, requests, backend),
                     )
 
             problem = (
@@ -147,9 +149,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             try:
                 headers = None
                 if args.headers is not None:
-                    headers = HeaderColumns.of(
-                        args.headers, args.algorithm, window_ms, args.limit, params
-                    )
+                    headers = HeaderColumns.of(args.headers, policy)
                 sink = DecisionCsv(
                     args.out, scan.in_order, stop, workdir, costs=scan.costs, headers=headers
                 )
@@ -164,13 +164,12 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                     ) as bar:
                         done = replay_requests(
                             scan.in_time_order(),
-                            args.algorithm,
-                            args.limit,
-                            window_ms,
+                            policy,
+                            None,
+                            None,
                             backend,
                             on_progress=bar.update,
                             on_rows=on_rows,
-                            params=params,
                             streaming=Streaming(args.pipeline, scan.requests),
                         )
                     complete = True

@@ -88,6 +88,7 @@ def replay_sharded(args: argparse.Namespace) -> int:
     from simulator.engine.workers import SERIAL, dask_client, run_tasks
     from simulator.playback.output import DecisionCsv, HeaderColumns
     from simulator.playback.spool import SpoolError
+    from simulator.policy import resolve
     from simulator.userscripts.shipping import shipped
 
     if args.shards > MAX_SHARDS:
@@ -115,9 +116,8 @@ def replay_sharded(args: argparse.Namespace) -> int:
                         raise exc
             headers = None
             if args.headers is not None:
-                headers = HeaderColumns.of(
-                    args.headers, args.algorithm, window_ms, args.limit, params
-                )
+                policy = resolve(args.algorithm, args.limit, window_ms, params)
+                headers = HeaderColumns.of(args.headers, policy)
             # In input order, as the serial replay writes: each shard's rows are sorted back.
             sink = DecisionCsv(args.out, False, None, workdir, costs=split.costs, headers=headers)
             complete = False

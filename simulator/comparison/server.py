@@ -31,7 +31,7 @@ def on_server(task: Task, backend: Any) -> Part:
             for part in read_shard(task.shard_file)
             for cl, t in zip(part.clients, part.t_ms, strict=True)
         )
-        return run_keys(c.algorithm, c.limit, c.window_ms, requests, backend, c.params)
+        return run_keys(c.policy, requests, backend)
 
     problem = leftover_keys(backend, getattr(backend, "name", "server"), keys)
     if problem is not None:

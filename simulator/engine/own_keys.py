@@ -7,25 +7,19 @@ started itself is fresh, so there nothing is looked up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
-from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend
 from simulator.backends.specs import redact
+from simulator.policy import Policy
 
 __all__ = ["run_keys", "KeyGroup", "leftover_keys", "leftover_keys_in_groups"]
 
 
-def run_keys(
-    algorithm: str,
-    limit: int,
-    window_ms: int,
-    requests: Iterable[tuple[str, int]],
-    backend: Backend,
-    params: Mapping[str, float] | None = None,
-) -> list[str]:
-    """Every key that requests ``(client, t_ms)`` touch, each once, in order of first use."""
-    limiter = ALGORITHMS[algorithm](backend, limit, window_ms, **(params or {}))
+def run_keys(policy: Policy, requests: Iterable[tuple[str, int]], backend: Backend) -> list[str]:
+    """Every key that requests ``(client, t_ms)`` touch under ``policy``, each once, in order
+    of first use."""
+    limiter = policy.limiter(backend)
     keys = limiter.keys
     return list(dict.fromkeys(k for c, t in dict.fromkeys(requests) for k in keys(c, t)))
 

@@ -10,14 +10,16 @@ the csv writer writes the same bytes either way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simulator.headers import several_policies
 from simulator.records import Decisions, Row, http_headers
+
+if TYPE_CHECKING:
+    from simulator.policy import Policy
 
 __all__ = ["HEADER", "HEADER_FIELDS", "HeaderColumns"]
 
@@ -98,18 +100,12 @@ class HeaderColumns:
     policies: tuple[tuple[str, int, int], ...] = ()
 
     @classmethod
-    def of(
-        cls, style: str, algorithm: str, window_ms: int, limit: int, params: Mapping[str, float]
-    ) -> HeaderColumns:
-        """The columns for ``algorithm`` with its own ``params`` (as given; defaults filled in),
+    def of(cls, style: str, policy: Policy) -> HeaderColumns:
+        """The columns for ``policy`` (its own parameters are checked, defaults filled in),
         every policy of an algorithm that answers for several (``multi_policy``)."""
-        from simulator.algorithms import ALGORITHMS
-        from simulator.algorithms.base import own_params
-
-        owner = ALGORITHMS[algorithm]
-        resolved = own_params(algorithm, owner.params_declared, params, limit, window_ms)
-        policies = owner.header_policies(limit, window_ms, resolved)
-        return cls(style, algorithm, window_ms, limit, policies)
+        limit, window_ms = policy.limit, policy.window_ms
+        policies = policy.algorithm.header_policies(limit, window_ms, dict(policy.params))
+        return cls(style, policy.name, window_ms, limit, policies)
 
     def names(self) -> tuple[str, ...]:
         return HEADER_FIELDS[self.style]

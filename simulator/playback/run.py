@@ -129,9 +129,9 @@ class Streaming:
 
 def replay_requests(
     requests: Iterable[Requests],
-    algorithm: str | type[Limiter],
-    limit: int,
-    window_ms: int,
+    algorithm: str | type[Limiter] | Policy,
+    limit: int | None,
+    window_ms: int | None,
     backend: Backend | None = None,
     on_progress: Callable[[int], None] | None = None,
     *,
@@ -173,9 +173,9 @@ def replay_requests(
 
 def replay(
     trace: pd.DataFrame,
-    algorithm: str | type[Limiter],
-    limit: int,
-    window_ms: int,
+    algorithm: str | type[Limiter] | Policy,
+    limit: int | None,
+    window_ms: int | None,
     backend: Backend | None = None,
     on_progress: Callable[[int], None] | None = None,
     *,
