@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import Limiter
 from simulator.comparison.memory import bytes_per_active_client
 from simulator.comparison.score import Part
 from simulator.comparison.spec import Candidate
@@ -93,14 +93,14 @@ def time_notes(candidate: Candidate, resolution_ms: int) -> str:
     return "; ".join(notes)
 
 
-def _says_retry_after(algorithm: str) -> bool:
+def _says_retry_after(algorithm: type[Limiter]) -> bool:
     """False for a user's script whose reply has no Retry-After (its -1 means "not said")."""
-    declaration = getattr(ALGORITHMS[algorithm], "declaration", None)
+    declaration = getattr(algorithm, "declaration", None)
     return declaration is None or "retry_after" in declaration.reply
 
 
 def score_row(c: Candidate, p: Part, split: SplitTrace, is_baseline: bool) -> dict[str, Any]:
-    said = _says_retry_after(c.algorithm)
+    said = _says_retry_after(c.policy.algorithm)
     retry = {v: n for v, n in p.retry_after_ms.items() if v >= 0} if said else {}
     per_client = bytes_per_active_client(c.algorithm, c.limit)
     peak = int(p.active_t.max()) if p.active_t is not None and p.active_t.size else 0
