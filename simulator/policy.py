@@ -1,12 +1,17 @@
 """A policy: which algorithm, how many requests per window, and the algorithm's own parameters.
 
-The name a user types (``--algorithm sliding_counter``, a sweep's grid, a SPEC, the explorer's
-choice) is looked up once, where it enters, and from there on the run carries a :class:`Policy`:
-the algorithm's :class:`~simulator.algorithms.base.Limiter` class itself, the limit, the window
-in milliseconds and every parameter of its own, checked and with its defaults filled in. The
-engine and the replay make their limiters from it (:meth:`Policy.limiter`) and never look a name
-up again, so a registry given for one run (a user's scripts beside the built-ins) reaches as far
-as the policy does.
+A name a user types (``--algorithm sliding_counter``, a SPEC, a sweep's grid) or a Limiter class
+becomes a :class:`Policy` in :func:`resolve`, and only :func:`lookup` looks a name up on the
+way: the algorithm's :class:`~simulator.algorithms.base.Limiter` class itself, the limit, the
+window in milliseconds and every parameter of its own, checked and with its defaults filled in.
+What takes a Policy makes its limiters from it (:meth:`Policy.limiter`) and looks no name up
+again: a :class:`~simulator.engine.scenario.Scenario` holds one, the replay resolves one at its
+first line (a name, a class or a Policy), one CLI replay resolves one for its key plan
+(:func:`~simulator.engine.own_keys.run_keys`), its header columns and the replay; a compare
+candidate, the memory study's layouts and the big-key study build theirs from it. Names still
+travel where a value crosses to a Dask worker (a candidate, a sweep point, a shard's task: a
+user's script is installed there first) and through the production studies, which look theirs
+up themselves.
 """
 
 from __future__ import annotations
