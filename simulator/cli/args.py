@@ -200,11 +200,13 @@ def add_limit_options(
     )
 
 
-def backend_spec(text: str) -> str:
-    from simulator.backends.specs import BACKEND_SPECS, is_spec
+def backend_spec(text: str) -> Any:
+    """The ``--backend`` text, read once into a BackendSpec (what it is: virtual time or not,
+    a server the program starts or somebody else's)."""
+    from simulator.backends.specs import BACKEND_SPECS, is_spec, resolve_spec
 
     if is_spec(text):
-        return text
+        return resolve_spec(text)
     raise argparse.ArgumentTypeError(
         f"unknown backend {text!r}; choose from {', '.join(BACKEND_SPECS)}"
     )
@@ -214,7 +216,7 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backend",
         type=backend_spec,
-        default="fakeredis",
+        default=backend_spec("fakeredis"),
         metavar="SPEC",
         help="where the scripts run: fakeredis (default, simulated clock), valkey (starts an "
         "embedded valkey-server on 127.0.0.1), cluster (starts a 3-master Valkey Cluster), "

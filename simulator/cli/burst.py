@@ -81,7 +81,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
     names = ["user"] if args.users == 1 else [f"user{i}" for i in range(args.users)]
     requests = [(u, math.floor(s * 1000.0)) for u in names for s in (args.first, args.second)]
     sharded = args.shards > 1 or args.scheduler is not None
-    if sharded and args.backend != "fakeredis":
+    if sharded and not args.backend.virtual_time:
         raise UsageError(
             f"--shards: each shard runs on a fake server of its own; not with --backend {args.backend}"
         )

@@ -131,7 +131,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             check_output(out, args.trace)  # before anything is computed
         except OutputError as exc:
             raise UsageError(str(exc)) from None
-    if args.backend != "fakeredis" and args.scheduler is not None:
+    if not args.backend.virtual_time and args.scheduler is not None:
         raise UsageError(
             "--scheduler runs shards on fake servers of their own; on a real server (--backend) "
             "the shards run here, one after another: leave --scheduler out"
