@@ -65,6 +65,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
     from simulator.engine.realtime import needs_real_time
     from simulator.engine.run import Crowd, boundary_burst
     from simulator.metrics import burst_summary
+    from simulator.userscripts.foreign import check_foreign, removed_afterwards
 
     _check_size(args)
     frames, skipped = [], []
@@ -123,8 +124,9 @@ def cmd_burst(args: argparse.Namespace) -> int:
         problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
         if problem is not None:
             raise UsageError(problem)
+        check_foreign(backend, chosen, args, _rehearsal(args, params))
         stopping = contextlib.nullcontext() if backend.virtual_time else stop_between_calls(backend)
-        with stopping:
+        with stopping, removed_afterwards(backend, keys, args.reuse_keys):
             for a in chosen:
                 frames.append(
                     boundary_burst(
@@ -167,6 +169,27 @@ def cmd_burst(args: argparse.Namespace) -> int:
             f"--window 0.5 --first 0.45 --second 0.55, or raise --max-realtime"
         )
     return 0
+
+
+def _rehearsal(args: argparse.Namespace, params: dict[str, Any]) -> Any:
+    """The same burst of one algorithm on a given (fake) server: a user's script's rehearsal
+    before it meets a server the program did not start."""
+    from simulator.engine.run import Crowd, boundary_burst
+
+    def rehearse(algorithm: str, fake: Any) -> object:
+        return boundary_burst(
+            algorithm,
+            args.limit,
+            args.window,
+            args.first,
+            args.second,
+            args.per_burst,
+            fake,
+            params[algorithm],
+            Crowd(args.users, 1, None),
+        )
+
+    return rehearse
 
 
 def register(sub: Any) -> None:

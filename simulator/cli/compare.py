@@ -112,6 +112,29 @@ def format_clients(clients: Any, top: int) -> str:
     return "\n".join(lines)
 
 
+def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> None:
+    """On a server the program did not start: refused, or each user's script rehearsed on the
+    fake server over the trace's first requests (see simulator.userscripts.foreign)."""
+    from simulator.playback.traces import iter_trace
+    from simulator.userscripts.foreign import (
+        REHEARSAL_REQUESTS,
+        check_foreign,
+        is_foreign,
+        rehearse_requests,
+    )
+
+    if not is_foreign(backend):
+        return
+    first: list[tuple[str, int, int]] = []
+    for part in iter_trace(args.trace, args.format, REHEARSAL_REQUESTS):
+        first += zip(part.clients, part.t_ms, part.costs or [1] * len(part.t_ms), strict=True)
+        if len(first) >= REHEARSAL_REQUESTS:
+            break
+    for spec in specs:
+        rehearsal = rehearse_requests(first, spec.limit, spec.window_ms, spec.params)
+        check_foreign(backend, [spec.algorithm], args, rehearsal)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -141,6 +164,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         with sigterm_interrupts(), open_backend(args.backend) as backend:
             real = None if backend.virtual_time else backend
+            _check_foreign(args, backend, [baseline, *candidates])
             with tqdm(
                 desc=f"read {args.trace.name}", unit="req", file=sys.stderr, disable=None
             ) as bar:
