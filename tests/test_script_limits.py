@@ -173,9 +173,7 @@ def test_a_budget_from_the_environment_is_checked(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("command", ["replay", "burst"])
-def test_a_looping_script_does_not_meet_a_server_the_program_did_not_start(
-    command, tmp_path
-):
+def test_a_looping_script_does_not_meet_a_server_the_program_did_not_start(command, tmp_path):
     from simulator.backends.embedded import EmbeddedValkey
 
     loop = tmp_path / "spin.lua"
