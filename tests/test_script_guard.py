@@ -151,7 +151,8 @@ def test_a_script_cannot_touch_a_server_the_program_did_not_start(
     url = server.url.rsplit("/", 1)[0] + f"/{db}"
     args = ["replay", str(trace(tmp_path)), "--script", f"bad={path}", "--algorithm", "bad"]
     out = ["--out", str(tmp_path / "o.csv")]
-    code = main([*args, "--limit", "5", "--window", "1", "--backend", url, *out])
+    risk = ["--run-script-on-foreign-server"]  # the rehearsal on the fake server stops it
+    code = main([*args, "--limit", "5", "--window", "1", "--backend", url, *risk, *out])
     err = capsys.readouterr().err
     assert code == 2, err
     assert needle in err and str(path) in err and "Traceback" not in err
@@ -182,6 +183,7 @@ def test_memory_with_a_script_on_a_server_the_program_did_not_start(
             "10",
             "--out-dir",
             str(tmp_path / "out"),
+            "--run-script-on-foreign-server",  # the rehearsal on the fake server stops it
         ]
     )
     err = capsys.readouterr().err
@@ -215,6 +217,7 @@ def test_the_allowed_vocabulary_decides_alike_on_the_fake_and_the_real_server(
         assert (
             main(
                 [*args, "--limit", "2", "--window", "600", "--backend", backend, "--out", str(out)]
+                + ["--run-script-on-foreign-server"]  # the test's own server, seen as someone's
             )
             == 0
         )

@@ -173,9 +173,7 @@ def test_a_budget_from_the_environment_is_checked(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("command", ["replay", "burst"])
-def test_a_looping_script_on_a_real_server_is_killed_and_the_server_left_as_found(
-    command, tmp_path
-):
+def test_a_looping_script_does_not_meet_a_server_the_program_did_not_start(command, tmp_path):
     from simulator.backends.embedded import EmbeddedValkey
 
     loop = tmp_path / "spin.lua"
@@ -197,13 +195,11 @@ def test_a_looping_script_on_a_real_server_is_killed_and_the_server_left_as_foun
         # Right after the run: the server answers at once, not BUSY with the script.
         assert owner.ping() is True
         assert owner.get("someone-elses-key") == b"kept"
-        assert owner.info("stats")["total_commands_processed"] > 0
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and str(loop) in done.stderr
-    assert "ran longer than 5 s on keys" in done.stderr
-    assert "stopped on the server with SCRIPT KILL" in done.stderr
-    if command == "replay":
-        assert pd.read_csv(out)["t_ms"].tolist() == [0]  # the decision before the loop is kept
+    # refused before the server runs it (tests/test_foreign_server.py: with the flag, the
+    # rehearsal on the fake server stops the loop; on a server the program started, SCRIPT KILL)
+    assert "--run-script-on-foreign-server" in done.stderr
 
 
 def test_a_script_that_wrote_before_it_looped_cannot_be_killed_and_says_so(tmp_path):

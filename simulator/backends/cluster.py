@@ -28,6 +28,7 @@ class ClusterBackend(Backend):
     def __init__(self, client: Any, name: str = "cluster", owned: Any = None) -> None:
         self.client, self.name, self.owned = client, name, owned
         self._nodes: dict[str, RedisBackend] = {}
+        self._held: tuple[list[str], float] | None = None  # see hold_back
         try:
             self.client.ping()
         except _SERVER_ERRORS as exc:
@@ -51,8 +52,17 @@ class ClusterBackend(Backend):
             client = self.client.get_redis_connection(node)
             name = f"{self.name} node {node.name}"
             # The scripts are already on every primary (loaded in __init__).
-            backend = self._nodes[node.name] = RedisBackend(client, name, check=False)
+            backend = RedisBackend(client, name, check=False, foreign=self.owned is None)
+            if self._held is not None:
+                backend.hold_back(*self._held)
+            self._nodes[node.name] = backend
         return backend
+
+    def hold_back(self, scripts: list[str], deadline_s: float) -> None:
+        """As :meth:`RedisBackend.hold_back`, on every node (each proves a script alone)."""
+        self._held = (list(scripts), deadline_s)
+        for node in self._nodes.values():
+            node.hold_back(scripts, deadline_s)
 
     def stream(self, batches: Iterable[Sequence[Call]], depth: int = 2) -> Iterator[list[Any]]:
         for batch in batches:

@@ -4,10 +4,16 @@
 ``redis://HOST:PORT/DB`` and ``redis+cluster://HOST:PORT`` (servers somebody else runs). The CLI's
 parser and help, :func:`make_backend` and the ``memory`` command all read :data:`BACKEND_SPECS`.
 A spec that names no usable server is bad input: :class:`BackendSpecError`, before any run.
+
+A spec is read once, at the edge, into a :class:`BackendSpec` that says what it is: whether it
+runs on virtual time (the fake server) and whether the program starts the server itself (fake,
+``valkey``, ``cluster``) or connects to one somebody else runs, where other programs keep their
+data (:attr:`BackendSpec.foreign`). The code asks those properties, never the spec's text.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -23,7 +29,16 @@ from simulator.backends.fake import FakeRedisBackend
 from simulator.backends.server import RedisBackend, no_retry
 from simulator.checks import ConfigError
 
-__all__ = ["BACKEND_SPECS", "BackendSpecError", "make_backend", "open_url", "redact", "is_spec"]
+__all__ = [
+    "BACKEND_SPECS",
+    "BackendSpec",
+    "BackendSpecError",
+    "make_backend",
+    "open_url",
+    "redact",
+    "is_spec",
+    "resolve_spec",
+]
 
 #: What ``--backend`` accepts.
 BACKEND_SPECS = (
@@ -40,13 +55,65 @@ def is_spec(text: str) -> bool:
     return text in BACKEND_SPECS[:3] or text.startswith(("redis://", "redis+cluster://"))
 
 
+#: The kinds of spec: the fake server, the servers the program starts, a URL of somebody else's.
+_KINDS = ("fakeredis", "valkey", "cluster", "url", "cluster-url")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One ``--backend``, read once: its ``text`` (as given) and its ``kind`` (see _KINDS).
+    ``str()`` shows it with any password as ``***``."""
+
+    text: str
+    kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"backend spec kind {self.kind!r}: expected one of {_KINDS}")
+
+    @property
+    def virtual_time(self) -> bool:
+        """True for the fake server, whose key expiry follows simulated time."""
+        return self.kind == "fakeredis"
+
+    @property
+    def started_here(self) -> bool:
+        """True when the program starts (and stops) the server itself: nobody else's data."""
+        return self.kind in ("fakeredis", "valkey", "cluster")
+
+    @property
+    def foreign(self) -> bool:
+        """True for a server the program did not start: someone else's, with their data."""
+        return not self.started_here
+
+    def __str__(self) -> str:
+        return redact(self.text)
+
+
+def resolve_spec(spec: str | BackendSpec) -> BackendSpec:
+    """``spec`` as a :class:`BackendSpec`; :class:`BackendSpecError` when it is none of
+    :data:`BACKEND_SPECS` (a URL's host and port are checked when it is opened)."""
+    if isinstance(spec, BackendSpec):
+        return spec
+    if spec in BACKEND_SPECS[:3]:
+        return BackendSpec(spec, spec)
+    if spec.startswith("redis://"):
+        return BackendSpec(spec, "url")
+    if spec.startswith("redis+cluster://"):
+        return BackendSpec(spec, "cluster-url")
+    raise BackendSpecError(
+        f"backend: unknown backend {redact(spec)!r} (known: {', '.join(BACKEND_SPECS)})"
+    )
+
+
 class BackendSpecError(ConfigError):
     """A server URL that names no server the program can use: malformed, or a cluster URL for a
     server that is not a cluster. Bad input, not a failure of the server."""
 
 
-def redact(url: str) -> str:
+def redact(url: str | BackendSpec) -> str:
     """``url`` with its password (if any) replaced by ``***``, to show in messages."""
+    url = url.text if isinstance(url, BackendSpec) else url
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -130,8 +197,8 @@ def open_url(url: str, **kw: Any) -> redis.Redis | RedisCluster:
         raise
 
 
-def make_backend(spec: str = "fakeredis") -> Backend:
-    """Build a backend from its name on the command line (see :data:`BACKEND_SPECS`).
+def make_backend(spec: str | BackendSpec = "fakeredis") -> Backend:
+    """Build a backend from its spec on the command line (see :data:`BACKEND_SPECS`).
 
     ``valkey`` and ``cluster`` start an embedded server (127.0.0.1, a fresh folder) that the
     backend owns and stops in :meth:`Backend.close`; a URL connects to a running server. A spec
@@ -141,32 +208,31 @@ def make_backend(spec: str = "fakeredis") -> Backend:
     from simulator.backends.embedded import EmbeddedValkey
     from simulator.backends.embedded_cluster import EmbeddedCluster
 
-    if spec == "fakeredis":
+    resolved = resolve_spec(spec)
+    kind, text, shown = resolved.kind, resolved.text, str(resolved)
+    if kind == "fakeredis":
         return FakeRedisBackend()
     try:
-        if spec == "valkey":
+        if kind == "valkey":
             server = EmbeddedValkey().start()
             try:
                 return RedisBackend(server.client(retry=no_retry()), "valkey", server)
             except BaseException:
                 server.stop()
                 raise
-        if spec == "cluster":
+        if kind == "cluster":
             cluster = EmbeddedCluster().start()
             try:
                 return ClusterBackend(cluster.client(retry=no_retry()), "cluster", cluster)
             except BaseException:
                 cluster.stop()
                 raise
-        shown = redact(spec)
-        if spec.startswith("redis://"):
-            return RedisBackend(open_url(spec, retry=no_retry()), shown)
-        if spec.startswith("redis+cluster://"):
-            return ClusterBackend(open_url(spec, retry=no_retry()), shown)
+        if kind == "url":
+            return RedisBackend(open_url(text, retry=no_retry()), shown)
+        return ClusterBackend(open_url(text, retry=no_retry()), shown)
     except BackendSpecError as exc:
         raise BackendSpecError(f"backend {exc}") from None
     except (RuntimeError, *_SERVER_ERRORS) as exc:
         if isinstance(exc, BackendError):
             raise
-        raise BackendError(f"backend {redact(spec)}: {exc}") from exc
-    raise BackendSpecError(f"backend: unknown backend {spec!r} (known: {', '.join(BACKEND_SPECS)})")
+        raise BackendError(f"backend {shown}: {exc}") from exc

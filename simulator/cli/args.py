@@ -33,6 +33,7 @@ __all__ = [
     "add_limit_options",
     "backend_spec",
     "add_backend_options",
+    "add_foreign_options",
     "print_time_notes",
     "without_commands",
     "add_param_option",
@@ -200,11 +201,13 @@ def add_limit_options(
     )
 
 
-def backend_spec(text: str) -> str:
-    from simulator.backends.specs import BACKEND_SPECS, is_spec
+def backend_spec(text: str) -> Any:
+    """The ``--backend`` text, read once into a BackendSpec (what it is: virtual time or not,
+    a server the program starts or somebody else's)."""
+    from simulator.backends.specs import BACKEND_SPECS, is_spec, resolve_spec
 
     if is_spec(text):
-        return text
+        return resolve_spec(text)
     raise argparse.ArgumentTypeError(
         f"unknown backend {text!r}; choose from {', '.join(BACKEND_SPECS)}"
     )
@@ -214,7 +217,7 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backend",
         type=backend_spec,
-        default="fakeredis",
+        default=backend_spec("fakeredis"),
         metavar="SPEC",
         help="where the scripts run: fakeredis (default, simulated clock), valkey (starts an "
         "embedded valkey-server on 127.0.0.1), cluster (starts a 3-master Valkey Cluster), "
@@ -232,12 +235,35 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="longest real-time run accepted for echomq on a real server (default 10)",
     )
+    add_foreign_options(p)
     p.add_argument(
         "--reuse-keys",
         action="store_true",
         help="on a server the program did not start, run even if keys this run uses exist "
         "already (left by an earlier run, they change the decisions; without this flag the "
         "run is refused)",
+    )
+
+
+def add_foreign_options(p: argparse.ArgumentParser) -> None:
+    """The two risks a run on a server the program did not start takes only when told to."""
+    p.add_argument(
+        "--run-script-on-foreign-server",
+        action="store_true",
+        help="let your --script run on a server the program did not start (a redis:// URL), "
+        "where other programs keep their data: RISKY. The guard stops mistakes, not a script "
+        "written to get round it, and a script that loops holds the server for every client "
+        "(one that wrote first until the server is shut down). The script first runs over the "
+        "same requests on the fake server, within its time and memory budgets, and the run "
+        "stops there on a loop, an error or a write outside its keys; then its calls go one at "
+        "a time, each within the time budget, until they have shown they answer in time",
+    )
+    p.add_argument(
+        "--allow-eviction",
+        action="store_true",
+        help="run on a server the program did not start even though its eviction policy could "
+        "evict other programs' keys to make room for this run's (maxmemory with an allkeys-* "
+        "policy, or a volatile-* one while keys have TTLs); without it such a server is refused",
     )
 
 

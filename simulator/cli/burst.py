@@ -73,7 +73,7 @@ def _check_shards(args: argparse.Namespace, sharded: bool) -> None:
     """Shards run on fake servers of their own, and only for algorithms that decide per client."""
     if not sharded:
         return
-    if args.backend != "fakeredis":
+    if not args.backend.virtual_time:
         raise UsageError(
             f"--shards: each shard runs on a fake server of its own; not with --backend {args.backend}"
         )
@@ -160,6 +160,7 @@ def cmd_burst(args: argparse.Namespace) -> int:
     from simulator.engine.own_keys import leftover_keys, run_keys
     from simulator.engine.run import Crowd, boundary_burst
     from simulator.metrics import burst_summary
+    from simulator.userscripts.foreign import check_foreign, removed_afterwards
 
     _check_size(args)
     params = _own_params(args)
@@ -185,8 +186,9 @@ def cmd_burst(args: argparse.Namespace) -> int:
         problem = None if args.reuse_keys else leftover_keys(backend, args.backend, keys)
         if problem is not None:
             raise UsageError(problem)
+        check_foreign(backend, chosen, args, _rehearsal(args, params))
         stopping = contextlib.nullcontext() if backend.virtual_time else stop_between_calls(backend)
-        with stopping:
+        with stopping, removed_afterwards(backend, keys, args.reuse_keys):
             crowd = Crowd(args.users, args.shards, client)
             fresh = None if backend.virtual_time else backend  # a fresh fake server each
             for a in chosen:
@@ -206,6 +208,27 @@ def cmd_burst(args: argparse.Namespace) -> int:
     summary = burst_summary(pd.concat(frames, ignore_index=True), window_ms, args.limit)
     _print_table(args, summary, lacking_line, skipped, span_s)
     return 0
+
+
+def _rehearsal(args: argparse.Namespace, params: dict[str, Any]) -> Any:
+    """The same burst of one algorithm on a given (fake) server: a user's script's rehearsal
+    before it meets a server the program did not start."""
+    from simulator.engine.run import Crowd, boundary_burst
+
+    def rehearse(algorithm: str, fake: Any) -> object:
+        return boundary_burst(
+            algorithm,
+            args.limit,
+            args.window,
+            args.first,
+            args.second,
+            args.per_burst,
+            fake,
+            params[algorithm],
+            Crowd(args.users, 1, None),
+        )
+
+    return rehearse
 
 
 def register(sub: Any) -> None:

@@ -117,6 +117,29 @@ def format_clients(clients: Any, top: int) -> str:
     return "\n".join(lines)
 
 
+def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> None:
+    """On a server the program did not start: refused, or each user's script rehearsed on the
+    fake server over the trace's first requests (see simulator.userscripts.foreign)."""
+    from simulator.playback.traces import iter_trace
+    from simulator.userscripts.foreign import (
+        REHEARSAL_REQUESTS,
+        check_foreign,
+        is_foreign,
+        rehearse_requests,
+    )
+
+    if not is_foreign(backend):
+        return
+    first: list[tuple[str, int, int]] = []
+    for part in iter_trace(args.trace, args.format, REHEARSAL_REQUESTS):
+        first += zip(part.clients, part.t_ms, part.costs or [1] * len(part.t_ms), strict=True)
+        if len(first) >= REHEARSAL_REQUESTS:
+            break
+    for spec in specs:
+        rehearsal = rehearse_requests(first, spec.limit, spec.window_ms, spec.params)
+        check_foreign(backend, [spec.algorithm], args, rehearsal)
+
+
 def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     """The baseline and the candidates the command line names, checked before anything is read."""
     from simulator.cli.runs import OutputError, check_output
@@ -135,7 +158,7 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
             check_output(out, args.trace)  # before anything is computed
         except OutputError as exc:
             raise UsageError(str(exc)) from None
-    if args.backend != "fakeredis" and args.scheduler is not None:
+    if not args.backend.virtual_time and args.scheduler is not None:
         raise UsageError(
             "--scheduler runs shards on fake servers of their own; on a real server (--backend) "
             "the shards run here, one after another: leave --scheduler out"
@@ -155,6 +178,7 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     try:
         with sigterm_interrupts(), open_backend(args.backend) as backend:
             real = None if backend.virtual_time else backend
+            _check_foreign(args, backend, [baseline, *candidates])
             with tqdm(
                 desc=f"read {args.trace.name}", unit="req", file=sys.stderr, disable=None
             ) as bar:

@@ -22,6 +22,7 @@ from simulator.algorithms import ALGORITHMS
 from simulator.backends import BackendError, RedisBackend, ScriptError
 from simulator.cli.args import (
     UsageError,
+    add_foreign_options,
     add_script_option,
     algorithm_name,
     counted,
@@ -221,6 +222,16 @@ def _url_backend(url: str) -> RedisBackend:
     return RedisBackend(client, redact(url))
 
 
+def _check_foreign(args: argparse.Namespace, backend: RedisBackend) -> None:
+    """A server the program did not start: refused, or each user's script rehearsed on the
+    fake server first (a few users' requests; see simulator.userscripts.foreign)."""
+    from simulator.userscripts.foreign import check_foreign, rehearse_requests
+
+    requests = [(f"user{u}", t_ms, 1) for u in range(20) for t_ms in range(0, 120_000, 1000)]
+    rehearsal = rehearse_requests(requests, 100, 60_000)
+    check_foreign(backend, args.algorithm or list(ALGORITHMS), args, rehearsal)
+
+
 def cmd_memory(args: argparse.Namespace) -> int:
     from simulator.backends.embedded import EmbeddedValkey
 
@@ -228,6 +239,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         if args.backend_url:
             backend = _url_backend(args.backend_url)
             try:
+                _check_foreign(args, backend)
                 paths = _measure(backend, args, backend.name)  # the URL, its password hidden
             finally:
                 backend.close()
@@ -335,4 +347,5 @@ def register(subparsers: Any) -> None:
         help="output folder (default data; made if missing, checked before anything is measured)",
     )
     add_script_option(p)
+    add_foreign_options(p)
     p.set_defaults(func=cmd_memory)

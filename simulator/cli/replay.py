@@ -144,6 +144,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             )
             if problem is not None:  # refused before the output file is touched
                 raise UsageError(problem)
+            _check_foreign(args, backend, scan, window_ms, params)
             tally = ReplayTally()
             complete = False
             try:
@@ -182,6 +183,30 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             except OutputError as exc:  # a full disk: what was written whole stays
                 raise UsageError(str(exc)) from None
     return done, tally
+
+
+def _check_foreign(
+    args: argparse.Namespace, backend: Any, scan: Any, window_ms: int, params: Any
+) -> None:
+    """On a server the program did not start: refused, or the script rehearsed on the fake
+    server over the trace's first requests (see simulator.userscripts.foreign)."""
+    from simulator.userscripts.foreign import (
+        REHEARSAL_REQUESTS,
+        check_foreign,
+        is_foreign,
+        rehearse_requests,
+    )
+
+    if not is_foreign(backend):
+        return
+    first: list[tuple[str, int, int]] = []
+    for part in scan.in_time_order():
+        costs = part.costs or [1] * len(part.t_ms)
+        first += zip(part.clients, part.t_ms, costs, strict=True)
+        if len(first) >= REHEARSAL_REQUESTS:
+            break
+    rehearsal = rehearse_requests(first, args.limit, window_ms, params)
+    check_foreign(backend, [args.algorithm], args, rehearsal)
 
 
 def register(sub: Any) -> None:

@@ -93,7 +93,7 @@ def replay_sharded(args: argparse.Namespace) -> int:
 
     if args.shards > MAX_SHARDS:
         raise UsageError(f"--shards: at most {MAX_SHARDS}, got {args.shards}")
-    if args.backend != "fakeredis":
+    if not args.backend.virtual_time:
         raise UsageError("--shards: each shard runs on a fake server of its own (fakeredis)")
     why = not_per_client(ALGORITHMS[args.algorithm])
     if why is not None:

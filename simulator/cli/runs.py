@@ -21,6 +21,8 @@ from typing import Any
 
 from simulator.backends import Backend, make_backend
 from simulator.backends.clock import interrupt_scripts, resume_scripts
+from simulator.backends.server import waiting_on
+from simulator.backends.specs import BackendSpec
 from simulator.engine.own_keys import KeyGroup, leftover_keys, leftover_keys_in_groups, run_keys
 from simulator.playback.output import HEADER, DecisionCsv, OutputError, check_output
 
@@ -57,7 +59,7 @@ def sigterm_interrupts() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
+def open_backend(spec: str | BackendSpec, announce: bool = True) -> Iterator[Backend]:
     """The backend for ``spec``, closed (and its own server stopped) however the block ends."""
     with sigterm_interrupts():
         backend = make_backend(spec)
@@ -67,6 +69,15 @@ def open_backend(spec: str, announce: bool = True) -> Iterator[Backend]:
             yield backend
         finally:
             backend.close()
+
+
+def _left_waiting() -> bool:
+    """True (and one line said) when the program waits for a server it did not start: the run
+    ends at once then, the line saying what the server is left doing."""
+    line = waiting_on()
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
+    return line is not None
 
 
 class StopFlag:
@@ -91,7 +102,7 @@ def stop_between_pipelines() -> Iterator[StopFlag]:
     flag = StopFlag()
 
     def handler(signum: int, frame: Any) -> None:
-        if flag.signum is not None:
+        if flag.signum is not None or _left_waiting():
             raise KeyboardInterrupt(f"signal {signum}")
         flag.signum = signum
         # a script stuck in a loop on the fake server would never let the pipeline end
@@ -119,7 +130,7 @@ def stop_between_calls(backend: Backend) -> Iterator[StopFlag]:
     in_call = False
 
     def handler(signum: int, frame: Any) -> None:
-        if flag.signum is not None or not in_call:
+        if flag.signum is not None or not in_call or _left_waiting():
             raise KeyboardInterrupt(f"signal {signum}")
         flag.signum = signum
         interrupt_scripts(KeyboardInterrupt(f"signal {signum}"))  # nor the call end

@@ -39,6 +39,7 @@ import numpy as np
 
 from simulator.backends import Backend
 from simulator.backends.direct import DirectFakeBackend
+from simulator.backends.specs import resolve_spec
 from simulator.charts.explorer import Rows
 from simulator.explore.controls import Controls
 from simulator.explore.pool import default_workers
@@ -176,7 +177,7 @@ class Explorer:
 
     # -- backends ---------------------------------------------------------------------------
     def _backend_for(self, name: str) -> Backend:
-        if name == "fakeredis":
+        if resolve_spec(name).virtual_time:
             return DirectFakeBackend()
         if self._valkey is None:  # started in the worker thread, which lives as long as we do
             from simulator.backends.specs import make_backend
@@ -295,7 +296,7 @@ class Explorer:
         anything but the settings being run ahead, stops it at its next decision; what it
         finished stays cached. A change to exactly those settings lets it finish: the run the
         change asks for then finds them all in the cache."""
-        if settings.backend != "fakeredis" or settings.trace is not None:
+        if not resolve_spec(settings.backend).virtual_time or settings.trace is not None:
             return
         wanted: dict[int, Settings | None] = {}
 

@@ -36,6 +36,7 @@ from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.scripts import load
 from simulator.backends import Backend
 from simulator.backends.direct import DirectFakeBackend
+from simulator.backends.specs import resolve_spec
 from simulator.checks import ConfigError
 from simulator.explore.pool import Job, NotHere, Pool, decide, poolable
 from simulator.explore.settings import TRACE_FORMATS, Settings
@@ -229,7 +230,10 @@ class Runner:
         skipped: dict[str, str] = {}
         missing: list[str] = []
         for algorithm in settings.algorithms:
-            if settings.backend != "fakeredis" and ALGORITHMS[algorithm].uses_server_time:
+            if (
+                not resolve_spec(settings.backend).virtual_time
+                and ALGORITHMS[algorithm].uses_server_time
+            ):
                 skipped[algorithm] = (
                     f"{algorithm}: its window is the key's TTL, so on a real server it runs on "
                     "real time; choose fakeredis to see it"
@@ -244,7 +248,7 @@ class Runner:
         counted = sum(len(f) for f, _ in done.values())
         if progress is not None and counted:
             progress(counted)
-        if self.pool is not None and settings.backend == "fakeredis":
+        if self.pool is not None and resolve_spec(settings.backend).virtual_time:
             remote = [a for a in missing if poolable(a)]
             if remote:
                 done.update(self._on_pool(settings, remote, trace, cancelled, progress, counted))
