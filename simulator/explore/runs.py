@@ -322,7 +322,10 @@ class Runner:
         return got
 
     def _collect(
-        self, future: Future[tuple[pd.DataFrame, Summary, float]], algorithm: str, got: dict
+        self,
+        future: Future[tuple[pd.DataFrame, Summary, float]],
+        algorithm: str,
+        got: dict[str, Done],
     ) -> bool:
         """A finished job's log into ``got``; True when its worker died."""
         try:
