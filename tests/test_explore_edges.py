@@ -16,8 +16,7 @@ import pytest
 
 from simulator.backends.process import free_port
 from simulator.checks import ConfigError
-from simulator.explore import Runner, Settings
-from simulator.explore import runs as runs_module
+from simulator.explore import Runner, Settings, tracebox
 from simulator.explore.serve import descendants, stop_served, voila_argv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,10 +39,10 @@ def test_a_device_in_the_trace_box_is_refused_unread():
 def test_a_trace_past_the_bound_is_refused_naming_the_box_and_the_bound(tmp_path, monkeypatch):
     trace = tmp_path / "t.csv"
     trace.write_text("t_ms,client\n" + "".join(f"{i},a\n" for i in range(100)))
-    monkeypatch.setattr(runs_module, "MOST_TRACE_BYTES", 200)
+    monkeypatch.setattr(tracebox, "MOST_TRACE_BYTES", 200)
     with pytest.raises(ConfigError, match=r"^trace file: .* is [\d,]+ bytes, at most 200 here"):
         Runner().run(Settings(algorithms=("fixed_window",), trace=str(trace)))
-    monkeypatch.setattr(runs_module, "MOST_TRACE_BYTES", 10_000)
+    monkeypatch.setattr(tracebox, "MOST_TRACE_BYTES", 10_000)
     outcome = Runner().run(Settings(algorithms=("fixed_window",), trace=str(trace)))
     assert outcome.decisions == 100
 

@@ -11,24 +11,17 @@ contents (a file edited in place is read again). A run can be cancelled: the cal
 ``cancelled()`` is asked between decisions and a stale run stops there with
 :class:`~simulator.explore.job.Cancelled`.
 
-The trace box reads only a regular file of at most :data:`MOST_TRACE_BYTES` (a device such as
-``/dev/zero`` would be read without end, a FIFO would block the run for ever): anything else is
-one message naming the box and the bound.
+A trace file is read by the trace box's own rules (:mod:`simulator.explore.tracebox`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import stat
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Future, wait
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,8 +42,8 @@ from simulator.explore.job import (
     summary_of,
 )
 from simulator.explore.pool import NotHere, Pool, poolable
-from simulator.explore.settings import TRACE_FORMATS, Settings
-from simulator.playback.traces import TraceError, read_trace
+from simulator.explore.settings import Settings
+from simulator.explore.tracebox import Traces, span_of
 
 __all__ = [
     "Cancelled",
@@ -61,12 +54,7 @@ __all__ = [
     "summary_line",
     "seams_ms",
     "EXACT",
-    "MOST_TRACE_BYTES",
 ]
-
-#: The largest trace file the trace box reads (bytes): a log of some millions of lines, far
-#: more than a span the explorer runs (:attr:`Runner.most_requests`).
-MOST_TRACE_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -129,7 +117,7 @@ class Runner:
         self._reset = reset
         self._cache: OrderedDict[Hashable, Done] = OrderedDict()
         self._cache_size = cache_size
-        self._traces: dict[tuple[str, str, str, int], pd.DataFrame] = {}
+        self.traces = Traces()
         #: How many worker processes this runner may start (0: none, or no more).
         self.workers = workers
         self.autostart = autostart
@@ -160,32 +148,14 @@ class Runner:
 
     def trace(self, path: str, fmt: str) -> pd.DataFrame:
         """The trace file as a frame, read again whenever its contents changed."""
-        return self._trace(path, fmt)[1]
-
-    def _trace(self, path: str, fmt: str) -> tuple[str, pd.DataFrame]:
-        """The trace's digest (of its bytes) and its frame; a ConfigError naming the trace box,
-        never quoting the file (the page may be seen by someone who may not read it)."""
-        if not path.strip():
-            raise ConfigError("trace file: empty; give the path of a CSV or an access log")
-        file = Path(path).expanduser()
-        data = _trace_bytes(file, path)
-        digest = hashlib.sha1(data).hexdigest()
-        key = (str(file.resolve()), fmt, digest, 0)
-        if key not in self._traces:
-            try:
-                frame = read_trace(file, fmt)
-            except (TraceError, ConfigError) as exc:
-                raise ConfigError(_unquoted(str(exc), path, fmt)) from None
-            self._traces.clear()
-            self._traces[key] = frame
-        return digest, self._traces[key]
+        return self.traces.read(path, fmt)[1]
 
     def _requests(self, settings: Settings) -> tuple[pd.DataFrame | None, str, int]:
         """The trace's requests in the span (None for a traffic mix), its digest, and the
         charts' time origin (ms)."""
         if settings.trace is None:
             return None, "", 0
-        digest, whole = self._trace(settings.trace, settings.trace_format)
+        digest, whole = self.traces.read(settings.trace, settings.trace_format)
         trace = span_of(whole, settings.trace_from_s, settings.trace_span_s)
         if len(trace) > self.most_requests:
             raise ConfigError(
@@ -378,61 +348,6 @@ def _job(settings: Settings, algorithm: str, trace: pd.DataFrame | None) -> Job:
         seed=settings.seed,
         trace=trace,
     )
-
-
-def _trace_bytes(file: Path, path: str) -> bytes:
-    """The bytes of the trace box's file: a regular file of at most :data:`MOST_TRACE_BYTES`,
-    else a ConfigError naming the box (opened without waiting, so a FIFO cannot block)."""
-    try:
-        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise ConfigError(f"trace file: cannot read {path} ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"trace file: {path} is not a regular file (a CSV or an access log)")
-        if info.st_size > MOST_TRACE_BYTES:
-            raise ConfigError(
-                f"trace file: {path} is {info.st_size:,} bytes, at most {MOST_TRACE_BYTES:,} "
-                "here (give an excerpt of it)"
-            )
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MOST_TRACE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"trace file: cannot read {path} ({exc.strerror})") from None
-    finally:
-        os.close(fd)
-    if len(data) > MOST_TRACE_BYTES:  # it grew since
-        raise ConfigError(
-            f"trace file: {path} is over {MOST_TRACE_BYTES:,} bytes, at most that here"
-        )
-    return data
-
-
-def span_of(trace: pd.DataFrame, from_s: float, span_s: float) -> pd.DataFrame:
-    """The requests of ``trace`` from ``from_s`` seconds after its first request, for ``span_s``
-    seconds (0: to the end)."""
-    if not len(trace) or (from_s <= 0 and span_s <= 0):
-        return trace
-    first = int(trace["t_ms"].min())
-    t = trace["t_ms"].to_numpy(dtype="int64")
-    lo = first + round(from_s * 1000)
-    keep = t >= lo
-    if span_s > 0:
-        keep &= t < lo + round(span_s * 1000)
-    return trace[keep].reset_index(drop=True)
-
-
-def _unquoted(message: str, path: str, fmt: str) -> str:
-    """A trace reader's message without the file's contents: where, and what it expected."""
-    where = re.match(r"^(.*?:\d+):", message)
-    label = TRACE_FORMATS.get(fmt, fmt)
-    if where:
-        line = where.group(1).rsplit(":", 1)[1]
-        return f"trace file: line {line} of {path} is not a line of a {label} file"
-    if "empty" in message:
-        return f"trace file: {path} is empty"
-    return f"trace file: {path} cannot be read as a {label} file"
 
 
 def seams_ms(outcome: Outcome, until_ms: int) -> np.ndarray:
