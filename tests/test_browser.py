@@ -335,14 +335,14 @@ def test_closed_pages_leave_no_kernels_or_servers(workdir, tmp_path):
                     page.set_default_timeout(WAIT_MS)
                     page.goto(url + "/")
                     _summary(page)
-                    workers.update(_workers(server))  # by pid: an orphan leaves the tree
-                    assert workers, "the page's worker processes were not found"
-                    if visit == 0:  # this visitor starts an embedded Valkey
+                    if visit == 0:  # this visitor starts an embedded Valkey (and the workers)
                         backend = page.locator(".widget-dropdown", has_text="backend")
                         backend.locator("select").select_option(label="embedded Valkey")
                         _wait_text(page, ".explorer-status", r"run 2: .* embedded Valkey")
                         valkeys = _valkeys(server)
                         assert valkeys, "the page's Valkey was not found"
+                        workers.update(_workers(server))  # by pid: an orphan leaves the tree
+                        assert workers, "the page's worker processes were not found"
                     page.close()
             finally:
                 browser.close()

@@ -20,8 +20,9 @@ from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.scripts import load
 from simulator.explore import Runner, Settings, Traffic
 from simulator.explore import pool as pool_module
-from simulator.explore.pool import Job, NotHere, default_workers, poolable
-from simulator.explore.runs import Cancelled
+from simulator.explore.job import Cancelled, Job
+from simulator.explore.pool import NotHere, default_workers, poolable
+from simulator.policy import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = Settings(duration_s=20, traffic=Traffic(polite=1, on_off=1))
@@ -61,20 +62,13 @@ def test_a_trace_is_decided_on_the_workers_as_here(runner, tmp_path):
 
 
 def test_a_script_the_workers_do_not_know_is_decided_here(runner, forever):  # noqa: F811
-    assert not poolable("forever") and poolable("sliding_log")
+    assert not poolable(ALGORITHMS["forever"]) and poolable(ALGORITHMS["sliding_log"])
     settings = Settings(algorithms=("forever", "sliding_log"), limit=3, duration_s=20)
     _same(Runner().run(settings).frames, runner.run(settings).frames)
 
 
 def test_a_worker_refuses_a_job_whose_script_it_does_not_have():
-    job = Job(
-        "sliding_log",
-        3,
-        1000,
-        {},
-        class_path="simulator.algorithms.SlidingLog",
-        scripts=("0" * 40,),
-    )
+    job = Job(resolve("sliding_log", 3, 1000), scripts=("0" * 40,))
     with pytest.raises(NotHere):
         pool_module._run_job(job)
 
@@ -84,14 +78,10 @@ def test_a_cancelled_job_stops_at_its_first_decisions(monkeypatch):
     monkeypatch.setattr(pool_module, "_shared", {"stop_before": stop_before, "decided": decided})
 
     made = Job(
-        "fixed_window",
-        10,
-        10_000,
-        {},
+        resolve("fixed_window", 10, 10_000),
         traffic=Traffic(),
         duration_s=600,
         seed=1,
-        class_path=pool_module._class_path(ALGORITHMS["fixed_window"]),
         scripts=(load("fixed_window").sha,),
         run=4,
     )

@@ -43,10 +43,13 @@ READ_S = 1.5
 
 
 def _workers(explorer: Any) -> str:
-    pool = explorer.runner.pool
-    if pool is None:
+    n = explorer.runner.workers
+    if n == 0:
         return "the explorer's own process"
-    return f"{pool.workers} worker process{'es' * (pool.workers != 1)} (an algorithm each)"
+    return (
+        f"{n} worker process{'es' * (n != 1)} (an algorithm each; started by the first change, "
+        "the runs in the explorer's own process until they are up)"
+    )
 
 
 def bench_explorer(decisions: int = 10_000, out: Callable[[str], None] = print) -> None:

@@ -298,26 +298,12 @@ class Rows:
         ticks = np.arange(0.0, end_s + step_s / 2, step_s)
         label = f"time ({self.unit} from the first request)" if origin_ms else f"time ({self.unit})"
         for i, (algorithm, frame) in enumerate(frames.items()):
+            m = drawn[algorithm] = self.marks(frame, client, window_ms, origin_ms)
             row = self._row(algorithm)
-            m = self.marks(frame, client, window_ms, origin_ms)
-            drawn[algorithm] = m
-            note = (notes or {}).get(algorithm)
-            last = i == len(frames) - 1
             # Only the bottom row carries the axis label: it gets the room for it.
-            _update(
-                row.figure,
-                title=f"{LABELS[algorithm]}: {note}" if note else LABELS[algorithm],
-                fig_margin={**_MARGIN, "bottom": 38 if last else _MARGIN["bottom"]},
-            )
-            _update(row.figure.layout, height=f"{self.row_px + (18 if last else 0)}px")
-            _update(row.x_axis, tick_values=ticks, label=label if last else "")
-            peak = int(m.in_window.max()) if len(m.in_window) else 0
-            # The ticks before their scale: the page fades ticks a new domain drops or adds, and
-            # ticks set after that are left half faded.
-            _update(row.y_axis, tick_values=[0, limit, *([peak] if peak > 1.25 * limit else [])])
-            _update(row.y, min=0.0, max=float(max(limit, peak)) * 1.15)
-            # At its share of the row's height: where no count passes it, the same for any limit.
-            _update(row.limit, x=[0.0, end_s], y=[limit / max(limit, peak) / 1.15] * 2)
+            last = i == len(frames) - 1
+            self._frame_row(row, algorithm, (notes or {}).get(algorithm), ticks, label, last)
+            self._scale_row(row, m, limit, end_s)
             if row.marks is not m or row.unit_ms != self.unit_ms:
                 self._draw(row, m)
         names = tuple(frames)
@@ -325,6 +311,29 @@ class Rows:
             self._order = names
             self.box.children = [self._rows[a].figure for a in names]
         return drawn
+
+    def _frame_row(
+        self, row: _Row, algorithm: str, note: str | None, ticks: np.ndarray, label: str, last: bool
+    ) -> None:
+        """A row's title (its label and numbers) and time axis; the bottom row's with its label."""
+        _update(
+            row.figure,
+            title=f"{LABELS[algorithm]}: {note}" if note else LABELS[algorithm],
+            fig_margin={**_MARGIN, "bottom": 38 if last else _MARGIN["bottom"]},
+        )
+        _update(row.figure.layout, height=f"{self.row_px + (18 if last else 0)}px")
+        _update(row.x_axis, tick_values=ticks, label=label if last else "")
+
+    @staticmethod
+    def _scale_row(row: _Row, m: Marks, limit: int, end_s: float) -> None:
+        """A row's count axis up to the limit or the peak, and its dashed limit."""
+        peak = int(m.in_window.max()) if len(m.in_window) else 0
+        # The ticks before their scale: the page fades ticks a new domain drops or adds, and
+        # ticks set after that are left half faded.
+        _update(row.y_axis, tick_values=[0, limit, *([peak] if peak > 1.25 * limit else [])])
+        _update(row.y, min=0.0, max=float(max(limit, peak)) * 1.15)
+        # At its share of the row's height: where no count passes it, the same for any limit.
+        _update(row.limit, x=[0.0, end_s], y=[limit / max(limit, peak) / 1.15] * 2)
 
     def _draw(self, row: _Row, m: Marks) -> None:
         """Hand ``m`` to the row's two marks: the client's instants in the axis unit (float32)

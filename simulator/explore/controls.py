@@ -17,7 +17,7 @@ from typing import Any
 import ipywidgets as w
 
 from simulator.algorithms import ALGORITHMS
-from simulator.algorithms.base import own_params
+from simulator.algorithms.base import Param
 from simulator.checks import ConfigError
 from simulator.explore.presets import SAMPLE_TRACE
 from simulator.explore.settings import (
@@ -47,11 +47,50 @@ def _seconds(text: str) -> tuple[float, ...]:
         raise ConfigError(f"bursts at: {text!r} is not a list of seconds (e.g. 9, 11)") from None
 
 
+def _count(kind: str, value: int) -> w.IntSlider:
+    """How many clients of a kind."""
+    return w.IntSlider(
+        value=value, min=0, max=max(20, value), description=f"{kind} clients", style=_WIDE,
+        layout=_ROW,
+    )  # fmt: skip
+
+
+def _rate(value: float, hi: float = 20.0) -> w.FloatSlider:
+    """Each client's rate (requests per second)."""
+    return w.FloatSlider(
+        value=value, min=0, max=max(hi, value), step=0.1, description="each, req/s",
+        style=_WIDE, layout=_ROW,
+    )  # fmt: skip
+
+
+def _number(value: float, what: str) -> w.BoundedFloatText:
+    return w.BoundedFloatText(
+        value=value, min=0, max=1e9, description=what, style=_WIDE, layout=_ROW
+    )
+
+
+def _kind(title: str, *rows: w.Widget) -> w.VBox:
+    return w.VBox([w.HTML(f"<b>{title}</b>"), *rows])
+
+
 class Controls:
     """The widgets, laid out in tabs (:attr:`box`); :meth:`settings` reads them."""
 
     def __init__(self, settings: Settings) -> None:
-        s, t = settings, settings.traffic
+        self._limiter_controls(settings)
+        self._param_boxes(settings)
+        self._traffic_controls(settings.traffic)
+        self._source_controls(settings)
+        self.client = w.Dropdown(
+            options=[],
+            description="client shown",
+            style={"description_width": "initial"},
+            layout=w.Layout(width="17em"),
+        )
+        self.box = self._tabs()
+
+    def _limiter_controls(self, s: Settings) -> None:
+        """The algorithms (every one registered), the limit, the window and the backend."""
         self.algorithms = w.SelectMultiple(
             options=[(cls.label, name) for name, cls in ALGORITHMS.items()],
             value=tuple(a for a in s.algorithms if a in ALGORITHMS),
@@ -83,7 +122,12 @@ class Controls:
             style=_WIDE,
             layout=_ROW,
         )
+
+    def _param_boxes(self, s: Settings) -> None:
+        """A box for each parameter of each registered algorithm, at its default unless the
+        settings give it; the declarations kept, so the boxes never look a name up again."""
         self.params: dict[tuple[str, str], w.ValueWidget] = {}
+        self._declared: dict[tuple[str, str], Param] = {}
         self._defaults: dict[tuple[str, str], float] = {}
         for name, cls in ALGORITHMS.items():
             for p in cls.params_declared:
@@ -91,7 +135,7 @@ class Controls:
                 default = p.default(s.limit, s.window_ms)
                 box = w.IntText if p.integer else w.FloatText
                 label = f"{name}: {p.name}" + (f" ({p.unit})" if p.unit else "")
-                widget = box(
+                self.params[(name, p.name)] = box(
                     value=default if given is None else given,
                     description=label,
                     tooltip=label,  # the whole label on hover, where the column cuts it
@@ -99,38 +143,14 @@ class Controls:
                     style={"description_width": "14em"},
                     layout=_ROW,
                 )
-                self.params[(name, p.name)] = widget
+                self._declared[(name, p.name)] = p
                 self._defaults[(name, p.name)] = default
 
-        def count(kind: str, value: int) -> w.IntSlider:
-            return w.IntSlider(
-                value=value,
-                min=0,
-                max=max(20, value),
-                description=f"{kind} clients",
-                style=_WIDE,
-                layout=_ROW,
-            )
-
-        def rate(value: float, hi: float = 20.0) -> w.FloatSlider:
-            return w.FloatSlider(
-                value=value,
-                min=0,
-                max=max(hi, value),
-                step=0.1,
-                description="each, req/s",
-                style=_WIDE,
-                layout=_ROW,
-            )
-
-        def number(value: float, what: str) -> w.BoundedFloatText:
-            return w.BoundedFloatText(
-                value=value, min=0, max=1e9, description=what, style=_WIDE, layout=_ROW
-            )
-
-        self.steady, self.steady_rate = count("steady", t.steady), rate(t.steady_rate_per_s)
-        self.poisson, self.poisson_rate = count("Poisson", t.poisson), rate(t.poisson_rate_per_s)
-        self.bursts = count("bursts", t.bursts)
+    def _traffic_controls(self, t: Traffic) -> None:
+        """Each kind of client: how many, and its rates."""
+        self.steady, self.steady_rate = _count("steady", t.steady), _rate(t.steady_rate_per_s)
+        self.poisson, self.poisson_rate = _count("Poisson", t.poisson), _rate(t.poisson_rate_per_s)
+        self.bursts = _count("bursts", t.bursts)
         self.burst_n = w.IntSlider(
             value=t.burst_n,
             min=0,
@@ -145,9 +165,12 @@ class Controls:
             style=_WIDE,
             layout=_ROW,
         )
-        self.on_off, self.on_off_rate = count("on/off", t.on_off), rate(t.on_off_rate_per_s)
-        self.on_s, self.off_s = number(t.on_s, "on for (s)"), number(t.off_s, "off for (s)")
-        self.polite, self.polite_rate = count("polite", t.polite), rate(t.polite_rate_per_s)
+        self.on_off, self.on_off_rate = _count("on/off", t.on_off), _rate(t.on_off_rate_per_s)
+        self.on_s, self.off_s = _number(t.on_s, "on for (s)"), _number(t.off_s, "off for (s)")
+        self.polite, self.polite_rate = _count("polite", t.polite), _rate(t.polite_rate_per_s)
+
+    def _source_controls(self, s: Settings) -> None:
+        """Where the requests come from: the mix for a duration and seed, or a trace file."""
         self.duration_s = w.IntSlider(
             value=round(s.duration_s),
             min=1,
@@ -171,10 +194,10 @@ class Controls:
             style=_WIDE,
             layout=_ROW,
         )
-        self.trace_from_s = number(s.trace_from_s, "from (s in)")
+        self.trace_from_s = _number(s.trace_from_s, "from (s in)")
         # A trace is explored a slice at a time: ten minutes unless the settings say otherwise.
         span_s = s.trace_span_s if s.trace is not None else 600.0
-        self.trace_span_s = number(span_s, "span (s, 0: all)")
+        self.trace_span_s = _number(span_s, "span (s, 0: all)")
         self.trace_format = w.Dropdown(
             options=[(label, name) for name, label in TRACE_FORMATS.items()],
             value=s.trace_format if s.trace else "clf",
@@ -182,26 +205,19 @@ class Controls:
             style=_WIDE,
             layout=_ROW,
         )
-        self.client = w.Dropdown(
-            options=[],
-            description="client shown",
-            style={"description_width": "initial"},
-            layout=w.Layout(width="17em"),
-        )
 
-        def kind(title: str, *rows: w.Widget) -> w.VBox:
-            return w.VBox([w.HTML(f"<b>{title}</b>"), *rows])
-
+    def _tabs(self) -> w.Tab:
+        """The controls in three tabs: the limiter, the traffic, the source."""
         limiter = w.VBox(
             [self.algorithms, self.limit, self.window_s, *self.params.values(), self.backend]
         )
         mix = w.VBox(
             [
-                kind("bursts", self.bursts, self.burst_n, self.burst_at),
-                kind("steady", self.steady, self.steady_rate),
-                kind("Poisson", self.poisson, self.poisson_rate),
-                kind("polite (waits Retry-After)", self.polite, self.polite_rate),
-                kind("on/off (Poisson while on)", self.on_off, self.on_off_rate, self.on_s),
+                _kind("bursts", self.bursts, self.burst_n, self.burst_at),
+                _kind("steady", self.steady, self.steady_rate),
+                _kind("Poisson", self.poisson, self.poisson_rate),
+                _kind("polite (waits Retry-After)", self.polite, self.polite_rate),
+                _kind("on/off (Poisson while on)", self.on_off, self.on_off_rate, self.on_s),
                 self.off_s,
             ]
         )
@@ -216,9 +232,10 @@ class Controls:
                 self.trace_span_s,
             ]
         )
-        self.box = w.Tab(children=[limiter, mix, run], layout=w.Layout(width="100%"))
+        box = w.Tab(children=[limiter, mix, run], layout=w.Layout(width="100%"))
         for i, title in enumerate(("limiter", "traffic", "source")):
-            self.box.set_title(i, title)
+            box.set_title(i, title)
+        return box
 
     def inputs(self) -> list[w.ValueWidget]:
         """Every widget whose value changes the run (the client shown changes only the view)."""
@@ -259,8 +276,7 @@ class Controls:
         """Parameters still at their default take the new default of the limit and window."""
         limit, window_ms = self.limit.value, round(self.window_s.value * 1000)
         for (name, param), widget in self.params.items():
-            declared = {p.name: p for p in ALGORITHMS[name].params_declared}[param]
-            new = declared.default(limit, window_ms)
+            new = self._declared[(name, param)].default(limit, window_ms)
             if widget.value == self._defaults[(name, param)]:
                 widget.value = new
             self._defaults[(name, param)] = new
@@ -278,8 +294,7 @@ class Controls:
         self.window_s.value = float(s.window_s)
         self.backend.value = s.backend
         for (name, param), widget in self.params.items():
-            declared = {p.name: p for p in ALGORITHMS[name].params_declared}[param]
-            default = declared.default(s.limit, s.window_ms)
+            default = self._declared[(name, param)].default(s.limit, s.window_ms)
             widget.value = s.params.get(name, {}).get(param, default)
             self._defaults[(name, param)] = default
         for kind in ("steady", "poisson", "bursts", "on_off", "polite"):
@@ -332,31 +347,27 @@ class Controls:
             )
         except ConfigError as exc:
             raise ConfigError(self._named(str(exc))) from None
-        window_ms = round(self.window_s.value * 1000)
         params: dict[str, dict[str, float]] = {}
         for (name, param), widget in self.params.items():
             params.setdefault(name, {})[param] = widget.value
-        for name in self.algorithms.value:
-            cls = ALGORITHMS[name]
-            try:
-                own_params(name, cls.params_declared, params.get(name, {}), limit, window_ms)
-            except ConfigError as exc:
-                raise ConfigError(self._named(str(exc))) from None
         from_trace = self.source.value == "trace file"
-        settings = Settings(
-            algorithms=tuple(self.algorithms.value),
-            limit=limit,
-            window_s=self.window_s.value,
-            params=params,
-            traffic=traffic,
-            duration_s=self.duration_s.value,
-            seed=self.seed.value,
-            trace=self.trace.value.strip() if from_trace else None,
-            trace_format=self.trace_format.value,
-            trace_from_s=self.trace_from_s.value,
-            trace_span_s=self.trace_span_s.value,
-            backend=self.backend.value,
-        )
+        try:  # each algorithm chosen is resolved here, its parameters checked, once
+            settings = Settings(
+                algorithms=tuple(self.algorithms.value),
+                limit=limit,
+                window_s=self.window_s.value,
+                params=params,
+                traffic=traffic,
+                duration_s=self.duration_s.value,
+                seed=self.seed.value,
+                trace=self.trace.value.strip() if from_trace else None,
+                trace_format=self.trace_format.value,
+                trace_from_s=self.trace_from_s.value,
+                trace_span_s=self.trace_span_s.value,
+                backend=self.backend.value,
+            )
+        except ConfigError as exc:
+            raise ConfigError(self._named(str(exc))) from None
         if not from_trace and (n := expected_requests(settings)) > MOST_REQUESTS:
             raise ConfigError(
                 f"traffic: about {n:,.0f} requests for each algorithm, at most "
@@ -375,9 +386,8 @@ class Controls:
             what = re.sub(r"\s+and <= [\d,.]+", "", rest.split(", got ")[0])
             return f"{label}: {what}, got {value}"
         m = re.match(r"params\['(\w+)'\]", field)
-        if m and owner in ALGORITHMS:
-            declared = {p.name: p for p in ALGORITHMS[owner].params_declared}
-            p = declared.get(m.group(1))
+        if m and any(name == owner for name, _ in self._declared):
+            p = self._declared.get((owner, m.group(1)))
             unit = f" ({p.unit})" if p is not None and p.unit else ""
             return f"{owner}: {m.group(1)}{unit}: {rest}"
         return message

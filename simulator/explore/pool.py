@@ -12,10 +12,11 @@ A run is stopped between two decisions: every job carries its run's number, and 
 ``cancelled()`` compares it with a number the parent raises (:meth:`Pool.cancel_before`) in
 shared memory. Progress (decisions made) is added up in shared memory too.
 
-A job names its algorithm; the worker runs it only if its registry holds the very class the
-parent's does, with the same scripts' sources (a built-in, or one registered through
-``SIMULATOR_ALGORITHMS`` in every process). Anything else - a user's script registered in the
-notebook - is decided in the parent (:func:`poolable`).
+A job (:class:`~simulator.explore.job.Job`) carries its algorithm's class itself, in its policy;
+the worker runs it only if its registry holds that very class under its name, with the same
+scripts' sources (a built-in, or one registered through ``SIMULATOR_ALGORITHMS`` in every
+process). Anything else - a user's script registered in the notebook - is decided in the parent
+(:func:`poolable`).
 """
 
 from __future__ import annotations
@@ -26,23 +27,23 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.base import Limiter
 from simulator.algorithms.scripts import load
+from simulator.backends.direct import DirectFakeBackend
+from simulator.explore.job import Job, Summary, decide, summary_of
 
-__all__ = ["Job", "Pool", "poolable", "decide", "default_workers", "WORKERS_ENV"]
+__all__ = ["Pool", "NotHere", "poolable", "default_workers", "WORKERS_ENV"]
 
 #: Environment variable: how many worker processes an explorer starts (0: none, every run in
 #: the explorer's own process).
 WORKERS_ENV = "SIMULATOR_EXPLORER_WORKERS"
-#: Decisions between two looks at the cancel number and two progress reports.
-_EVERY = 250
 
 
 def _main_imports_safely() -> bool:
@@ -73,19 +74,14 @@ def default_workers() -> int:
     return min(2, cores or 1) if (cores or 1) > 1 else 0
 
 
-def _class_path(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+def _scripts_of(cls: type[Limiter]) -> tuple[str, ...]:
+    return tuple(load(name).sha for name in cls.scripts)
 
 
-def _scripts_of(algorithm: str) -> tuple[str, ...]:
-    return tuple(load(name).sha for name in ALGORITHMS[algorithm].scripts)
-
-
-def poolable(algorithm: str) -> bool:
-    """True when a fresh process resolves ``algorithm`` to the class this one does: a class
+def poolable(cls: type[Limiter]) -> bool:
+    """True when a fresh process resolves the algorithm ``cls`` to this very class: a class
     reachable by its module and name, from a module that process imports (the package's own,
     or one named in ``SIMULATOR_ALGORITHMS``)."""
-    cls = ALGORITHMS[algorithm]
     module = sys.modules.get(cls.__module__)
     if module is None or getattr(module, cls.__qualname__, None) is not cls:
         return False
@@ -93,76 +89,8 @@ def poolable(algorithm: str) -> bool:
     return cls.__module__.startswith("simulator.") or cls.__module__ in extra
 
 
-@dataclass(frozen=True)
-class Job:
-    """One algorithm's run: its limit per window and own parameters, and the requests - a
-    traffic mix (``traffic``, ``duration_s``, ``seed``) or a trace's requests (``trace``)."""
-
-    algorithm: str
-    limit: int
-    window_ms: int
-    params: Mapping[str, float]
-    traffic: Any = None
-    duration_s: float = 0.0
-    seed: int = 0
-    trace: pd.DataFrame | None = None
-    #: The class and scripts the parent means (a worker that has others refuses the job).
-    class_path: str = ""
-    scripts: tuple[str, ...] = ()
-    run: int = field(default=0, compare=False)
-
-
 class NotHere(Exception):
     """The worker's registry does not hold the algorithm the job means."""
-
-
-def decide(
-    job: Job,
-    backend: Any,
-    cancelled: Callable[[], bool],
-    progress: Callable[[int], None] | None = None,
-) -> pd.DataFrame:
-    """The decision log of ``job`` on ``backend`` (emptied by the caller), stopped by
-    :class:`~simulator.explore.runs.Cancelled` as soon as ``cancelled()`` between decisions."""
-    from simulator.engine.run import simulate
-    from simulator.engine.scenario import Scenario
-    from simulator.explore.runs import Cancelled
-    from simulator.playback.run import replay
-
-    seen = [0]
-
-    def on_rows(rows: Any) -> None:  # a list, or a replay's Decisions batch
-        seen[0] += len(rows)
-        if cancelled():
-            raise Cancelled()
-        if progress is not None and seen[0] % _EVERY < len(rows):
-            progress(seen[0])
-
-    params = dict(job.params)
-    if job.trace is not None:
-        frame = replay(
-            job.trace,
-            job.algorithm,
-            job.limit,
-            job.window_ms,
-            backend,
-            on_rows=on_rows,
-            params=params,
-        ).reset_index(drop=True)
-    else:
-        scenario = Scenario(
-            job.algorithm,
-            limit=job.limit,
-            window_ms=job.window_ms,
-            duration_ms=job.duration_s * 1000,
-            clients=job.traffic.clients(),
-            seed=job.seed,
-            params=params,
-        )
-        frame = simulate(scenario, backend, on_rows=on_rows)
-    if progress is not None:
-        progress(len(frame))
-    return frame
 
 
 # -- the worker's side ------------------------------------------------------------------------
@@ -185,28 +113,19 @@ def _start(stop_before: Any, decided: Any, parent_pid: int) -> None:
     # Ctrl-C is the explorer's to handle: a worker stops when its job is cancelled.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _shared.update(stop_before=stop_before, decided=decided)
-    # What a first job would otherwise wait for: the modules a run imports, every script read.
-    import simulator.backends.direct  # noqa: F401
-    import simulator.engine.run  # noqa: F401
-    import simulator.explore.runs  # noqa: F401
-    import simulator.playback.run  # noqa: F401
-
-    for algorithm in ALGORITHMS:
-        for name in ALGORITHMS[algorithm].scripts:
+    # What a first job would otherwise wait for: every script read (the modules a run imports
+    # came with this one).
+    for cls in ALGORITHMS.values():
+        for name in cls.scripts:
             load(name)
 
 
-def _run_job(job: Job) -> tuple[pd.DataFrame, Any, float]:
-    from simulator.backends.direct import DirectFakeBackend
-    from simulator.explore.runs import summarise
-
-    cls = ALGORITHMS.get(job.algorithm)
-    if (
-        cls is None
-        or _class_path(cls) != job.class_path
-        or _scripts_of(job.algorithm) != job.scripts
-    ):
-        raise NotHere(job.algorithm)
+def _run_job(job: Job) -> tuple[pd.DataFrame, Summary, float]:
+    cls = job.policy.algorithm
+    # The run below is made by the algorithm's name (the engine's scenario takes one): this
+    # worker's registry must give that name this very class, with the sender's scripts.
+    if ALGORITHMS.get(job.policy.name) is not cls or _scripts_of(cls) != job.scripts:
+        raise NotHere(job.policy.name)
     stop_before, decided = _shared["stop_before"], _shared["decided"]
     reported = [0]
 
@@ -221,7 +140,7 @@ def _run_job(job: Job) -> tuple[pd.DataFrame, Any, float]:
         frame = decide(job, backend, lambda: job.run < stop_before.value, progress)
     finally:
         backend.close()
-    summary = summarise(frame, job.algorithm, job.limit, job.window_ms)
+    summary = summary_of(frame, job.policy)
     return frame, summary, time.perf_counter() - began
 
 
@@ -245,18 +164,17 @@ class Pool:
             initargs=(self.stop_before, self.decided, os.getpid()),
         )
         self._run = 0
-        for _ in range(workers):  # start them now, so the first run does not wait for imports
-            self._executor.submit(_ready)
+        # Start them now, so the first run does not wait for imports.
+        self._started = [self._executor.submit(_ready) for _ in range(workers)]
+
+    def ready(self) -> bool:
+        """True once every worker has started (imported the package, read the scripts)."""
+        return all(f.done() for f in self._started)
 
     def stamped(self, job: Job) -> Job:
-        """``job`` as this pool's next run sends it: with the class and scripts this process
-        means, and the run's number (see :class:`Job`)."""
-        return replace(
-            job,
-            class_path=_class_path(ALGORITHMS[job.algorithm]),
-            scripts=_scripts_of(job.algorithm),
-            run=self._run,
-        )
+        """``job`` as this pool's next run sends it: with the scripts this process means, and
+        the run's number (see :class:`~simulator.explore.job.Job`)."""
+        return replace(job, scripts=_scripts_of(job.policy.algorithm), run=self._run)
 
     def next_run(self) -> None:
         """Jobs made from now on belong to a new run; progress counts from zero."""
@@ -264,7 +182,7 @@ class Pool:
         with self.decided.get_lock():
             self.decided.value = 0
 
-    def submit(self, job: Job) -> Future[tuple[pd.DataFrame, Any, float]]:
+    def submit(self, job: Job) -> Future[tuple[pd.DataFrame, Summary, float]]:
         return self._executor.submit(_run_job, job)
 
     def pids(self) -> list[int]:

@@ -1,7 +1,9 @@
 """Serve the explorer as a web page (Voilà), with each visitor's kernel ended when it is left.
 
-Every page load starts a kernel (about 250 MB) and its explorer's worker processes (two, about
-170 MB each; :mod:`simulator.explore.pool`). A kernel whose page was closed or reloaded has no
+Every page load starts a kernel (about 250 MB), which makes the page and its first run. The
+explorer's worker processes (two, about 170 MB each; :mod:`simulator.explore.pool`) start only
+with the first change the page sends, so a plain GET that never connects - a crawler, a loop of
+requests - costs a kernel and no workers. A kernel whose page was closed or reloaded has no
 connection left; Voilà's kernel manager ends it after ``idle_s`` seconds idle, checked every
 ``every_s`` seconds, and a kernel ends the processes it started with it (an embedded Valkey and
 the workers die with their parent). An open page is never culled, however idle.

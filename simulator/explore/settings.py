@@ -6,6 +6,11 @@ of each kind the model knows - steady, Poisson, bursts at chosen seconds, on/off
 the Retry-After it got) - each kind with a count and its rates; or, instead, a trace file (CSV or
 access log) replayed as it was recorded. The algorithms and their own parameters come from the
 registry, so an algorithm registered later appears with no edit here.
+
+The settings are where the explorer's names enter: each algorithm chosen is resolved here, once,
+to a :class:`~simulator.policy.Policy` (its class, the limit, the window and its own parameters,
+checked, defaults filled in), and everything below - the runs, the worker processes, the
+step-through - is handed those policies and never looks a name up again.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from simulator.engine.scenario import (
     Polite,
     Scenario,
 )
+from simulator.policy import Policy
 
 __all__ = [
     "Traffic",
@@ -119,6 +125,8 @@ class Settings:
     trace_from_s: float = 0.0
     trace_span_s: float = 0.0
     backend: str = "fakeredis"
+    #: Each algorithm chosen, resolved with the limit, the window and its own parameters.
+    policies: Mapping[str, Policy] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.algorithms, tuple):
@@ -141,6 +149,19 @@ class Settings:
             raise ConfigError(f"Settings.trace_format: unknown {self.trace_format!r}")
         frozen = {a: MappingProxyType(dict(p)) for a, p in self.params.items()}
         object.__setattr__(self, "params", MappingProxyType(frozen))
+        policies = {name: self._policy(name) for name in self.algorithms}
+        object.__setattr__(self, "policies", MappingProxyType(policies))
+
+    def _policy(self, name: str) -> Policy:
+        """``name`` resolved; a ConfigError naming the algorithm as the registry does."""
+        cls = ALGORITHMS[name]
+        try:
+            return Policy(cls, self.limit, self.window_ms, self.params_of(name))
+        except ConfigError as exc:
+            said, owner = str(exc), f"{cls.__name__}."
+            raise ConfigError(
+                f"{name}.{said[len(owner) :]}" if said.startswith(owner) else said
+            ) from None
 
     @property
     def window_ms(self) -> int:

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
 from simulator.backends.direct import DirectFakeBackend
 from simulator.fastref import decide_bulk
 from simulator.headers import http_headers
+from simulator.policy import Policy, resolve
 
 __all__ = [
     "KeyState",
@@ -112,7 +112,7 @@ def read_keys(backend: DirectFakeBackend) -> tuple[KeyState, ...]:
 
 
 class Stepper:
-    """``client``'s requests at ``t_ms`` (with ``costs``) decided again by ``algorithm``'s
+    """``client``'s requests at ``t_ms`` (with ``costs``) decided again by ``policy``'s
     script on a fresh fake server, the keys read before and after each call: ``stepper[i]`` is
     the :class:`Step` of request ``i``, decided when first asked for (with those before it), so
     a step forward costs one call and a step back none.
@@ -123,33 +123,26 @@ class Stepper:
 
     def __init__(
         self,
-        algorithm: str,
-        limit: int,
-        window_ms: int,
-        params: dict[str, float],
+        policy: Policy,
         client: str,
         t_ms: Sequence[int],
         costs: Sequence[int] | None = None,
         allowed: Sequence[bool] | None = None,
     ) -> None:
-        self.algorithm, self.client, self.window_ms, self.limit = (
-            algorithm,
-            client,
-            window_ms,
-            limit,
-        )
+        self.algorithm, self.client = policy.name, client
+        self.limit, self.window_ms = policy.limit, policy.window_ms
         self.times = [int(t) for t in t_ms]
         self.costs = [1] * len(self.times) if costs is None else [int(c) for c in costs]
         self.allowed = None if allowed is None else [bool(a) for a in allowed]
         self._now = 0.0
         self.backend = DirectFakeBackend(lambda: self._now)
-        self.limiter = ALGORITHMS[algorithm](self.backend, limit, window_ms, **params)
+        self.limiter = policy.limiter(self.backend)
         exact = decide_bulk(
             "sliding_log",
             np.zeros(len(self.times), dtype="int64"),
             np.array(self.times, dtype="int64"),
-            limit,
-            window_ms,
+            self.limit,
+            self.window_ms,
             cost=np.array(self.costs, dtype="int64"),
         )
         self.exact = [bool(a) for a in exact.allowed]
@@ -219,8 +212,10 @@ def step_through(
     costs: Sequence[int] | None = None,
     allowed: Sequence[bool] | None = None,
 ) -> list[Step]:
-    """Every :class:`Step` of :class:`Stepper` at once."""
-    stepper = Stepper(algorithm, limit, window_ms, params, client, t_ms, costs, allowed)
+    """Every :class:`Step` of :class:`Stepper` at once, for the algorithm named (resolved
+    here, with its numbers)."""
+    policy = resolve(algorithm, limit, window_ms, params)
+    stepper = Stepper(policy, client, t_ms, costs, allowed)
     try:
         return [stepper[i] for i in range(len(stepper))]
     finally:
