@@ -232,7 +232,10 @@ class Runner:
         skipped: dict[str, str] = {}
         missing: list[str] = []
         for algorithm, policy in settings.policies.items():
-            if not resolve_spec(settings.backend).virtual_time and policy.algorithm.uses_server_time:
+            if (
+                not resolve_spec(settings.backend).virtual_time
+                and policy.algorithm.uses_server_time
+            ):
                 skipped[algorithm] = (
                     f"{algorithm}: its window is the key's TTL, so on a real server it runs on "
                     "real time; choose fakeredis to see it"
