@@ -1,6 +1,6 @@
 """The default backend: fakeredis with Lua, its clock driven by the simulation.
 
-Key expiry happens in simulated milliseconds (see :mod:`simulator.backends.clock`), so a
+Key expiry happens in simulated milliseconds (see :mod:`simulator.backends.fakeserver`), so a
 simulated hour takes no wall time and ``echomq``, whose window is a key's TTL, runs exactly.
 
 Every script call is held to a time budget (``script_time_s``, default 5 s of wall time, like a
@@ -10,7 +10,7 @@ the defaults for every command. A script that breaks one stops the run with
 :class:`ScriptLimitError`, naming the script, its keys and the limit.
 
 A limiter's calls go straight to fakeredis's command execution
-(:class:`~simulator.backends.clock.DirectCalls`): the same ``EVALSHA`` (or the server's own
+(:class:`~simulator.backends.fakeserver.DirectCalls`): the same ``EVALSHA`` (or the server's own
 command, ``INCREX``), the same replies and errors, without redis-py packing each call and the
 fake socket parsing it again. ``client`` (a redis-py client on the same server) stays for
 everything else: loading scripts, reading keys.
@@ -27,7 +27,7 @@ import fakeredis
 import redis
 
 from simulator.backends.base import Backend, BackendError, ScriptError, ScriptLimitError
-from simulator.backends.clock import (
+from simulator.backends.fakeserver import (
     SCRIPT_MEMORY_MIB,
     SCRIPT_TIME_S,
     DirectCalls,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from simulator.backends import Backend, make_backend
-from simulator.backends.clock import interrupt_scripts, resume_scripts
+from simulator.backends.fakeserver import interrupt_scripts, resume_scripts
 from simulator.engine.own_keys import KeyGroup, leftover_keys, leftover_keys_in_groups, run_keys
 from simulator.playback.output import HEADER, DecisionCsv, OutputError, check_output
 
