@@ -22,6 +22,7 @@ __all__ = [
     "INTERRUPTED",
     "NEVER",
     "PENDING",
+    "CALLS",
     "interrupt_scripts",
     "resume_scripts",
 ]
@@ -36,6 +37,9 @@ HOOK_EVERY = 200_000
 #: What the hook says when a signal handler raised (Ctrl-C, SIGTERM) while it looked.
 INTERRUPTED = b"interrupted"
 NEVER = math.inf
+#: Lua calls begun and ended on every runtime of the process: odd while one is in flight (the
+#: watchdog, :mod:`~.watchdog`, reads it from its own thread).
+CALLS = [0]
 #: What a signal handler asked to raise in scripts that run long (see :func:`interrupt_scripts`).
 PENDING: list[BaseException] = []
 

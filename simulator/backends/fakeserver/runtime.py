@@ -20,6 +20,7 @@ from typing import Any
 import fakeredis
 
 from simulator.backends.fakeserver.budget import (
+    CALLS,
     HOOK_EVERY,
     HOOK_MAKER,
     INTERRUPTED,
@@ -28,6 +29,7 @@ from simulator.backends.fakeserver.budget import (
     SCRIPT_MEMORY_MIB,
     SCRIPT_TIME_S,
 )
+from simulator.backends.fakeserver.environment import CHUNK_NAME, furnish
 from simulator.backends.fakeserver.stock import COMPILED_MAX, LUA, REPAIRED
 
 __all__ = ["ScriptRuntime", "LuaModule", "limit_scripts", "script_limit_hit", "FULL_COLLECTION"]
@@ -58,7 +60,14 @@ class ScriptRuntime(LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         self.hook_state[b"interrupted"] = INTERRUPTED
         self.hook = self.eval(HOOK_MAKER)(self._check, self.hook_state)
         self.sethook = self.globals().debug.sethook
+        self.seal: Any = None
+        self.store_keys_argv: Any = None
         self._arm()
+
+    def furnish(self, server: Any) -> None:
+        """The environment made Valkey's, once fakeredis has set it up (:func:`furnish`)."""
+        self.seal, self.store_keys_argv = furnish(self, server, self.hook)
+        self.keys_argv = None
 
     def _check(self) -> bytes | None:
         if PENDING:
@@ -80,6 +89,7 @@ class ScriptRuntime(LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         if lua_code not in FULL_COLLECTION:  # fakeredis's clean-up after a script keeps its word
             self.limit_hit = None
         self.deadline = _time.monotonic() + self.time_s
+        CALLS[0] += 1
         try:
             return self._execute(lua_code, *args)
         except LUA.LuaMemoryError:
@@ -99,6 +109,7 @@ class ScriptRuntime(LUA.LuaRuntime):  # type: ignore[misc, name-defined]
             self.limit_hit = stop.decode()
             raise LUA.LuaError(stop) from None
         finally:
+            CALLS[0] += 1
             self.deadline = NEVER
 
     def _collect(self) -> None:
@@ -111,15 +122,17 @@ class ScriptRuntime(LUA.LuaRuntime):  # type: ignore[misc, name-defined]
 
     def _execute(self, lua_code: Any, *args: Any) -> Any:
         if args or not REPAIRED[0]:
-            return super().execute(lua_code, *args)
+            return super().execute(lua_code, *args, name=CHUNK_NAME)
         run = self.compiled.get(lua_code)
         if run is None:
             if lua_code in FULL_COLLECTION:
                 return None
             try:
-                run = self.compile(lua_code)
+                run = self.compile(lua_code, name=CHUNK_NAME)
             except LUA.LuaSyntaxError:  # its message as fakeredis gives it: run it as it does
-                return super().execute(lua_code)
+                return super().execute(lua_code, name=CHUNK_NAME)
+            if self.seal is not None:
+                run = self.seal(run)
             if len(self.compiled) >= COMPILED_MAX:
                 self.compiled.clear()
             self.compiled[lua_code] = run
@@ -130,10 +143,10 @@ class ScriptRuntime(LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         tables as fakeredis makes them, set in one call into Lua."""
         if self.keys_argv is None:
             self.keys_argv = self.eval(
-                "function(n, ...) local keys, argv = {...}, {} "
+                "function(store) return function(n, ...) local keys, argv = {...}, {} "
                 "for i = n + 1, select('#', ...) do argv[i - n] = keys[i]; keys[i] = nil end "
-                "KEYS = keys ARGV = argv end"
-            )
+                "if store then store(keys, argv) else KEYS = keys ARGV = argv end end end"
+            )(self.store_keys_argv)
         self.keys_argv(numkeys, *keys_and_args)
 
     def made_no_globals(self, expected: set[Any]) -> bool:
@@ -151,21 +164,46 @@ class ScriptRuntime(LUA.LuaRuntime):  # type: ignore[misc, name-defined]
 
     def flat_reply(self, result: Any) -> list[Any] | None:
         """A script's reply that is a plain array of numbers and strings, as fakeredis would give
-        it (numbers truncated to integers), read in one call; None for any other reply."""
+        it (numbers truncated to integers), read :data:`_FLAT_BATCH` elements a call; None for
+        any other reply. Reading a long array element by element from Python would fill the
+        Lua heap outside Lua's protection (a 7,000,000-element reply ended the process)."""
         if self.flat is None:
-            self.flat = self.eval(
-                "function(t) if type(t) ~= 'table' or t.ok ~= nil or t.err ~= nil "
-                "or t.double ~= nil or t.map ~= nil then return false end "
-                "local n = 0 while true do local v = t[n + 1] if v == nil then break end "
-                "local kind = type(v) if n == 64 or (kind ~= 'number' and kind ~= 'string') "
-                "then return false end n = n + 1 end return true, unpack(t, 1, n) end"
-            )
-        got = self.flat(result)
-        if got is True:
-            return []
-        if type(got) is not tuple:
-            return None
-        return [int(v) if type(v) is float else v for v in got[1:]]
+            self.flat = self.eval(_FLAT_READER)
+        out: list[Any] = []
+        start = 1
+        while True:
+            got = self.flat(result, start, _FLAT_BATCH)
+            if got is True:
+                return out
+            if type(got) is not tuple:
+                return None
+            out += [int(v) if type(v) is float else v for v in got[1:]]
+            if got[0] is True:
+                return out
+            start += _FLAT_BATCH
+
+    def uncapped_call(self, function: Any, *args: Any) -> Any:
+        """``function(*args)`` with the heap cap lifted: Python reading Lua values runs outside
+        Lua's protection, where a full heap would end the process."""
+        self.set_max_memory(0)
+        try:
+            return function(*args)
+        finally:
+            self.set_max_memory(int(self.memory_mib * 2**20))
+
+
+#: Elements of a reply read in one call into Lua.
+_FLAT_BATCH = 200
+# true and the elements when the array ends in this batch, 'more' and them when it goes on,
+# false when the reply is not a plain array of numbers and strings (then read fakeredis's way).
+_FLAT_READER = (
+    "function(t, from, batch) if from == 1 and (type(t) ~= 'table' or t.ok ~= nil "
+    "or t.err ~= nil or t.double ~= nil or t.map ~= nil) then return false end "
+    "local n = from - 1 while true do local v = t[n + 1] if v == nil then break end "
+    "local kind = type(v) if kind ~= 'number' and kind ~= 'string' then return false end "
+    "n = n + 1 if n - from + 1 == batch then return 'more', unpack(t, from, n) end end "
+    "return true, unpack(t, from, n) end"
+)
 
 
 class LuaModule:

@@ -30,6 +30,7 @@ from simulator.backends.fakeserver.stock import (
     PLAIN_CHECK,
     PLAIN_CONVERT,
     PLAIN_EVAL,
+    PLAIN_GET_RUNTIME,
     PLAIN_REDIS_CALL,
     REPAIRED,
 )
@@ -105,6 +106,7 @@ def _convert_lua_result(self: Any, result: Any, nested: bool = True) -> Any:
             flat = runtime.flat_reply(result)
             if flat is not None:
                 return flat
+            return runtime.uncapped_call(PLAIN_CONVERT, self, result, nested)
     return PLAIN_CONVERT(self, result, nested)
 
 
@@ -163,6 +165,16 @@ def _eval(self: Any, script: bytes, numkeys: int, *keys_and_args: bytes) -> Any:
     return self._convert_lua_result(result, nested=False)
 
 
+def _get_server_runtime(self: Any, server: Any) -> Any:
+    """The server's Lua runtime, its environment made Valkey's the moment fakeredis made it."""
+    runtime = server.__dict__.get("_lua_runtime")
+    if runtime is None:
+        runtime = PLAIN_GET_RUNTIME(self, server)
+        if isinstance(runtime, ScriptRuntime):
+            runtime.furnish(server)
+    return runtime
+
+
 def install_scripts() -> None:
     """fakeredis's Lua module, its globals check, ``redis.call``, its reading of a script's
     reply and ``EVAL`` replaced by the fake server's."""
@@ -172,3 +184,4 @@ def install_scripts() -> None:
     mixin._convert_lua_result = _convert_lua_result  # type: ignore[method-assign]
     mixin._lua_redis_call = _lua_redis_call  # type: ignore[method-assign]
     mixin.eval = _eval  # type: ignore[method-assign]
+    mixin._get_server_runtime = _get_server_runtime  # type: ignore[method-assign]

@@ -33,6 +33,7 @@ PLAIN_RUN = _base.BaseFakeSocket._run_command
 PLAIN_CONVERT = _scripting.ScriptingCommandsMixin._convert_lua_result
 PLAIN_REDIS_CALL = _scripting.ScriptingCommandsMixin._lua_redis_call
 PLAIN_EVAL = _scripting.ScriptingCommandsMixin.eval
+PLAIN_GET_RUNTIME = _scripting.ScriptingCommandsMixin._get_server_runtime
 #: Compiled scripts (and script SHA1s) kept per runtime: a run uses a handful; a program making
 #: scripts on the fly starts again from empty past this.
 COMPILED_MAX = 256
