@@ -28,8 +28,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakeredis._socket._fakesocket import FakeSocket
-
 from simulator.backends.fakeserver import libraries
 from simulator.backends.fakeserver.budget import HOOK_EVERY
 
@@ -144,7 +142,7 @@ def _acl_check_cmd(server: Any) -> Any:
     every command), an error for one it does not."""
 
     def check(name: Any, *args: Any) -> bool:
-        socket = server.__dict__.setdefault("_sim_acl_socket", FakeSocket(server, db=0))
+        socket = server._lua_current_socket[0]  # the connection running the script
         try:
             func, _ = socket._name_to_func(bytes(name).decode(errors="replace").lower())
         except Exception:
