@@ -9,7 +9,7 @@ lists it:
 
 * the globals Valkey has and no others (no ``debug``, ``getfenv``, ``setfenv``, ``io``,
   ``require``, ``print``, ``python``...), ``os`` holding only ``clock``;
-* ``bit``, ``cjson``, ``cmsgpack`` and ``struct`` (:mod:`~.libraries`), and in ``redis`` (and
+* ``bit``, ``cjson``, ``cmsgpack`` and ``struct`` (:mod:`~.libs`), and in ``redis`` (and
   ``server``, the same table) ``sha1hex``, ``set_repl`` with the ``REPL_*`` flags,
   ``replicate_commands``, ``breakpoint``, ``debug``, ``acl_check_cmd`` and the version fields;
 * every library table read-only, and the globals too: a script that sets a global, or reads one
@@ -28,8 +28,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.backends.fakeserver import libraries
 from simulator.backends.fakeserver.budget import HOOK_EVERY
+from simulator.backends.fakeserver.libs import LibraryError, lifted
+from simulator.backends.fakeserver.libs.bit import BIT
+from simulator.backends.fakeserver.libs.cjson import cjson_encode, sha1hex
+from simulator.backends.fakeserver.libs.msgpack import cmsgpack
+from simulator.backends.fakeserver.libs.struct import STRUCT
 
 __all__ = ["furnish", "CHUNK_NAME"]
 
@@ -148,7 +152,7 @@ def _acl_check_cmd(server: Any) -> Any:
         except Exception:
             func = None
         if func is None:
-            raise libraries.LibraryError("ERR Invalid command passed to server.acl_check_cmd()")
+            raise LibraryError("ERR Invalid command passed to server.acl_check_cmd()")
         return True
 
     return check
@@ -160,12 +164,12 @@ def furnish(runtime: Any, server: Any, hook: Any) -> tuple[Any, Any]:
     ``KEYS`` and ``ARGV``."""
     lib = runtime.table_from(
         {
-            b"sha1hex": libraries.lifted(libraries.sha1hex),
-            b"cjson_encode": libraries.lifted(libraries.cjson_encode),
-            b"acl_check_cmd": libraries.lifted(_acl_check_cmd(server)),
-            b"bit": runtime.table_from(_lifted(libraries.BIT)),
-            b"struct": runtime.table_from(_lifted(libraries.STRUCT)),
-            b"cmsgpack": runtime.table_from(_lifted(libraries.cmsgpack(runtime))),
+            b"sha1hex": lifted(sha1hex),
+            b"cjson_encode": lifted(cjson_encode),
+            b"acl_check_cmd": lifted(_acl_check_cmd(server)),
+            b"bit": runtime.table_from(_lifted(BIT)),
+            b"struct": runtime.table_from(_lifted(STRUCT)),
+            b"cmsgpack": runtime.table_from(_lifted(cmsgpack(runtime))),
             b"removed": runtime.table_from([name.encode() for name in _REMOVED]),
         }
     )
@@ -183,4 +187,4 @@ def furnish(runtime: Any, server: Any, hook: Any) -> tuple[Any, Any]:
 
 
 def _lifted(functions: dict[str, Any]) -> dict[bytes, Any]:
-    return {name.encode(): libraries.lifted(f) for name, f in functions.items()}
+    return {name.encode(): lifted(f) for name, f in functions.items()}
