@@ -6,8 +6,11 @@ simulated hour takes no wall time and ``echomq``, whose window is a key's TTL, r
 Every script call is held to a time budget (``script_time_s``, default 5 s of wall time, like a
 server's busy-script limit) and the Lua heap to a cap (``script_memory_mib``, default 256 MiB);
 the environment variables ``SIMULATOR_SCRIPT_TIME_S`` and ``SIMULATOR_SCRIPT_MEMORY_MIB`` change
-the defaults for every command. A script that breaks one stops the run with
-:class:`ScriptLimitError`, naming the script, its keys and the limit.
+the defaults for every command, within a sane range (:data:`TIME_RANGE_S`,
+:data:`MEMORY_RANGE_MIB`; a value outside is one :class:`ConfigError` naming the variable). A
+script that breaks one stops the run with :class:`ScriptLimitError`, naming the script, its keys
+and the limit. Scripts run in Valkey's Lua environment
+(:mod:`simulator.backends.fakeserver.environment`).
 
 A limiter's calls go straight to fakeredis's command execution
 (:class:`~simulator.backends.fakeserver.DirectCalls`): the same ``EVALSHA`` (or the server's own
