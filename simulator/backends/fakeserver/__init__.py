@@ -7,6 +7,10 @@ in :mod:`~.stock`), one concern each:
   in whole milliseconds as Redis decides it;
 * :mod:`~.runtime`: the Lua runtime, each script compiled once, no full collection per call;
 * :mod:`~.budget`: nothing a script does can hang a run (a time budget, a heap cap, signals);
+* :mod:`~.watchdog`: Ctrl-C and SIGTERM end the program even inside one endless C call;
+* :mod:`~.environment`: the Lua a script sees made Valkey's (its globals, read-only tables,
+  the budget in every coroutine), with ``bit``, ``cjson``, ``cmsgpack``, ``struct`` from
+  :mod:`~.libs`;
 * :mod:`~.scripts`: ``EVAL`` and ``redis.call`` with less work per call;
 * :mod:`~.commands`: one command run as fakeredis runs it, its plan kept per command;
 * :mod:`~.calls`: a limiter's call without redis-py and the socket (:class:`DirectCalls`);
