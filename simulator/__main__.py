@@ -7,6 +7,9 @@ from simulator.cli import main
 # Guarded: a worker process that Python starts by importing this module (as the explorer's
 # worker pool does) must not run the command line again.
 if __name__ == "__main__":
+    from simulator.backends.fakeserver.watchdog import exit_on_stuck_scripts
+
+    exit_on_stuck_scripts()  # a script stuck inside one C call still ends on Ctrl-C/SIGTERM
     code = main(restore_signals=False)
     if code in (130, 143):
         # Interrupted and handled: exit with that status. CPython can remember a KeyboardInterrupt

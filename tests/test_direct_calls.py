@@ -1,6 +1,6 @@
 """Script calls handed straight to fakeredis's command execution: the same as through redis-py.
 
-:class:`~simulator.backends.clock.DirectCalls` skips redis-py's packing and the fake socket's
+:class:`~simulator.backends.fakeserver.DirectCalls` skips redis-py's packing and the fake socket's
 parsing, and relies on a few things fakeredis does inside: the ``evalsha`` command function with
 its argument checks, the server time each database reads, errors turned into redis-py's
 exceptions, a socket registered on the server. Each is held here against the redis-py path, on

@@ -2,7 +2,7 @@
 fakeredis's own.
 
 A command run by ``redis.call``, the ``EVALSHA`` of a script call and the server's own command a
-limiter sends (``INCREX``) go through :mod:`simulator.backends.clock`'s copy of fakeredis's
+limiter sends (``INCREX``) go through :mod:`simulator.backends.fakeserver`'s copy of fakeredis's
 command execution, which keeps per command what fakeredis works out on every call. Each case
 here runs on fresh servers three ways (fakeredis as shipped, through redis-py; the repaired
 scripts, through redis-py; the backend's own direct call) and everything a caller or a listener
@@ -20,7 +20,7 @@ import redis
 
 from simulator.backends import FakeRedisBackend
 from simulator.backends.base import Backend, BackendError, ScriptError
-from simulator.backends.clock import counted_commands, plain_scripts
+from simulator.backends.fakeserver import counted_commands, plain_scripts
 from simulator.calls import native
 from simulator.calls import script as make_script
 

@@ -1,7 +1,7 @@
 """The fake server's repaired script path: the same replies and the same errors as fakeredis's own.
 
 Each script is compiled once per Lua runtime, no full collection runs after each call, globals
-are checked in Lua and a plain array reply is read in one call (``simulator.backends.clock``).
+are checked in Lua and a plain array reply is read in one call (``simulator.backends.fakeserver``).
 Every kind of failure a script can meet must still come out exactly as fakeredis says it: each
 one runs here both ways, on a fresh server each, and the type and message are compared.
 """
@@ -15,7 +15,7 @@ import redis
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import FakeRedisBackend
-from simulator.backends.clock import plain_scripts
+from simulator.backends.fakeserver import plain_scripts
 
 SYNTAX = "local x = 1\nlocal y = = 2\nreturn x"
 

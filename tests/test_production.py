@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from simulator import cli
 from simulator.algorithms import ALGORITHMS, REFERENCES
 from simulator.backends import FakeRedisBackend
-from simulator.backends.clock import counted_commands
+from simulator.backends.fakeserver import counted_commands
 from simulator.checks import ConfigError
 from simulator.cli.args import without_commands
 from simulator.headers import several_policies

@@ -2,7 +2,7 @@
 
 A backend runs a :class:`~simulator.calls.Script` with its keys and arguments and returns the
 raw reply. The default, :class:`FakeRedisBackend` (:mod:`~simulator.backends.fake`), is fakeredis
-with Lua whose clock follows the simulation (:mod:`~simulator.backends.clock`), so key expiry
+with Lua whose clock follows the simulation (:mod:`~simulator.backends.fakeserver`), so key expiry
 happens in simulated milliseconds and a simulated hour takes no wall time. Real servers run the
 very same scripts unchanged: :class:`RedisBackend` (:mod:`~simulator.backends.server`) for one
 Redis/Valkey server, :class:`ClusterBackend` (:mod:`~simulator.backends.cluster`) for a cluster,

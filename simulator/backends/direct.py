@@ -2,10 +2,10 @@
 
 Every :class:`FakeRedisBackend` now hands each ``EVALSHA``, and the server's own command a
 limiter may send instead (``INCREX``), straight to fakeredis's command execution
-(:class:`~simulator.backends.clock.DirectCalls`: same replies, same errors, no RESP on either
+(:class:`~simulator.backends.fakeserver.DirectCalls`: same replies, same errors, no RESP on either
 side); everything else (loading scripts, reading keys) goes through redis-py. This name stays
 for the code that asks for that path explicitly; fakeredis's internals are touched in
-:mod:`simulator.backends.clock` alone.
+:mod:`simulator.backends.fakeserver` alone.
 """
 
 from __future__ import annotations

@@ -1,16 +1,19 @@
 """The default backend: fakeredis with Lua, its clock driven by the simulation.
 
-Key expiry happens in simulated milliseconds (see :mod:`simulator.backends.clock`), so a
+Key expiry happens in simulated milliseconds (see :mod:`simulator.backends.fakeserver`), so a
 simulated hour takes no wall time and ``echomq``, whose window is a key's TTL, runs exactly.
 
 Every script call is held to a time budget (``script_time_s``, default 5 s of wall time, like a
 server's busy-script limit) and the Lua heap to a cap (``script_memory_mib``, default 256 MiB);
 the environment variables ``SIMULATOR_SCRIPT_TIME_S`` and ``SIMULATOR_SCRIPT_MEMORY_MIB`` change
-the defaults for every command. A script that breaks one stops the run with
-:class:`ScriptLimitError`, naming the script, its keys and the limit.
+the defaults for every command, within a sane range (:data:`TIME_RANGE_S`,
+:data:`MEMORY_RANGE_MIB`; a value outside is one :class:`ConfigError` naming the variable). A
+script that breaks one stops the run with :class:`ScriptLimitError`, naming the script, its keys
+and the limit. Scripts run in Valkey's Lua environment
+(:mod:`simulator.backends.fakeserver.environment`).
 
 A limiter's calls go straight to fakeredis's command execution
-(:class:`~simulator.backends.clock.DirectCalls`): the same ``EVALSHA`` (or the server's own
+(:class:`~simulator.backends.fakeserver.DirectCalls`): the same ``EVALSHA`` (or the server's own
 command, ``INCREX``), the same replies and errors, without redis-py packing each call and the
 fake socket parsing it again. ``client`` (a redis-py client on the same server) stays for
 everything else: loading scripts, reading keys.
@@ -27,7 +30,7 @@ import fakeredis
 import redis
 
 from simulator.backends.base import Backend, BackendError, ScriptError, ScriptLimitError
-from simulator.backends.clock import (
+from simulator.backends.fakeserver import (
     SCRIPT_MEMORY_MIB,
     SCRIPT_TIME_S,
     DirectCalls,
@@ -44,13 +47,24 @@ TIME_ENV = "SIMULATOR_SCRIPT_TIME_S"
 MEMORY_ENV = "SIMULATOR_SCRIPT_MEMORY_MIB"
 
 
-def _positive(name: str, text: str, unit: str) -> float:
+#: The time budgets a run may set, in seconds: shorter than a hundredth stops scripts that merely
+#: started slowly; a day is as long as anyone waits for one call.
+TIME_RANGE_S = (0.01, 86_400.0)
+#: The heap caps a run may set, in MiB: the runtime and its libraries take about 0.1 MiB, and
+#: lupa's own calls need room beside a script's heap; a TiB is more than any machine here has.
+MEMORY_RANGE_MIB = (16.0, 1_048_576.0)
+
+
+def _within(name: str, text: str, bounds: tuple[float, float], unit: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"{name}={text!r}: expected a positive number of {unit}")
+    low, high = bounds
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ConfigError(
+            f"{name}={text!r}: expected a positive number of {unit}, from {low:g} to {high:g}"
+        )
     return value
 
 
@@ -58,9 +72,9 @@ def script_limits() -> tuple[float, float]:
     """The time budget (s) and heap cap (MiB) for scripts: the environment's, or the defaults."""
     time_s, memory_mib = SCRIPT_TIME_S, float(SCRIPT_MEMORY_MIB)
     if text := os.environ.get(TIME_ENV, "").strip():
-        time_s = _positive(TIME_ENV, text, "seconds")
+        time_s = _within(TIME_ENV, text, TIME_RANGE_S, "seconds")
     if text := os.environ.get(MEMORY_ENV, "").strip():
-        memory_mib = _positive(MEMORY_ENV, text, "MiB")
+        memory_mib = _within(MEMORY_ENV, text, MEMORY_RANGE_MIB, "MiB")
     return time_s, memory_mib
 
 
@@ -78,8 +92,13 @@ class FakeRedisBackend(Backend):
         script_memory_mib: float | None = None,
     ) -> None:
         time_s, memory_mib = script_limits()
-        self.script_time_s = time_s if script_time_s is None else script_time_s
-        self.script_memory_mib = memory_mib if script_memory_mib is None else script_memory_mib
+        if script_time_s is not None:
+            time_s = _within("script_time_s", repr(script_time_s), TIME_RANGE_S, "seconds")
+        if script_memory_mib is not None:
+            memory_mib = _within(
+                "script_memory_mib", repr(script_memory_mib), MEMORY_RANGE_MIB, "MiB"
+            )
+        self.script_time_s, self.script_memory_mib = time_s, memory_mib
         self.clock = VirtualClock(now_ms)
         self.clock.activate()
         # Redis 8.8: the version that has INCREX (the increx algorithms' command)

@@ -4,7 +4,7 @@ The default backend is fakeredis, and there every decision is one ``EVALSHA`` th
 runs in Python. As shipped (``stock``) each call goes through redis-py's packing and the fake
 socket's parsing, the script text is compiled again on every call, a full Lua
 ``collectgarbage()`` runs after it and every Lua global is listed into a Python set before each
-``redis.call`` and after the script. :mod:`simulator.backends.clock` compiles each script once,
+``redis.call`` and after the script. :mod:`simulator.backends.fakeserver` compiles each script once,
 leaves the heap to Lua's incremental collector, asks about globals in Lua (``repaired``, still
 through redis-py) and hands the call's fields straight to fakeredis's command execution
 (``project``: what a limiter's call does). An algorithm whose call is the server's own command
@@ -24,7 +24,7 @@ from typing import Any
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import FakeRedisBackend
-from simulator.backends.clock import plain_scripts
+from simulator.backends.fakeserver import plain_scripts
 from simulator.bench.timing import best_of
 from simulator.calls import Call
 

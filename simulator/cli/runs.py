@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from simulator.backends import Backend, make_backend
-from simulator.backends.clock import interrupt_scripts, resume_scripts
+from simulator.backends.fakeserver import interrupt_scripts, resume_scripts
 from simulator.backends.server import waiting_on
 from simulator.backends.specs import BackendSpec
 from simulator.engine.own_keys import KeyGroup, leftover_keys, leftover_keys_in_groups, run_keys

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
-from simulator.backends.clock import counted_commands
+from simulator.backends.fakeserver import counted_commands
 from simulator.checks import check_int
 from simulator.studies.production.common import MAX_REQUESTS, Clock, check_setup
 
