@@ -16,8 +16,8 @@ down, and checks after the script's last line.
 
 The guard is a set of locals that shadow the server's names, prepended to the script on its
 first line (so the line numbers in the server's messages are the script's own). It stops
-mistakes; it cannot stop a script written to get round it (the fake server's Lua has
-``getfenv``). That is why a user's script does not run on a server the program did not start
+mistakes; it cannot stop a script written to get round it (``loadstring`` compiles in the
+global table, where the server's own names are). That is why a user's script does not run on a server the program did not start
 unless asked to (:mod:`simulator.userscripts.foreign`).
 
 Nor may a script share a key with another algorithm of the same run: on one server each would
