@@ -64,6 +64,7 @@ def test_the_toy_is_made_as_contributing_says():
     assert "toy" not in ALGORITHMS  # registered only where asked for
 
 
+@pytest.mark.slow
 def test_the_registry_driven_suite_passes_over_a_toy_algorithm():
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA"]

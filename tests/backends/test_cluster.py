@@ -27,7 +27,7 @@ from simulator.engine.own_keys import leftover_keys, run_keys
 from simulator.engine.realtime import server_time_free
 from simulator.playback.run import replay
 
-pytestmark = pytest.mark.usefixtures("no_server_left_behind")
+pytestmark = [pytest.mark.server, pytest.mark.usefixtures("no_server_left_behind")]
 TRICKY = ["", "{", "}", "{}", "a}b{c", ":", "user:1", "a b", "ünï©ødé", "🙂", "%", "%25", "{x}"]
 
 

@@ -48,7 +48,7 @@ DECISION = [
 ]
 
 
-pytestmark = pytest.mark.usefixtures("no_server_left_behind")
+pytestmark = [pytest.mark.server, pytest.mark.usefixtures("no_server_left_behind")]
 
 
 @pytest.fixture(scope="module")

@@ -167,6 +167,7 @@ def test_a_budget_from_the_environment_is_checked(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("command", ["replay", "burst"])
+@pytest.mark.server
 def test_a_looping_script_on_a_real_server_is_killed_and_the_server_left_as_found(
     command, tmp_path
 ):
@@ -200,6 +201,7 @@ def test_a_looping_script_on_a_real_server_is_killed_and_the_server_left_as_foun
         assert pd.read_csv(out)["t_ms"].tolist() == [0]  # the decision before the loop is kept
 
 
+@pytest.mark.server
 def test_a_script_that_wrote_before_it_looped_cannot_be_killed_and_says_so(tmp_path):
     wrote = tmp_path / "wrote.lua"
     wrote.write_text(HEADER + "redis.call('SET', KEYS[1], 1)\nwhile true do end\nreturn {1}\n")

@@ -30,6 +30,8 @@ HOLD = (
     "s = EmbeddedValkey().start(); print(s.dir, flush=True); sys.stdin.read()"
 )
 
+pytestmark = pytest.mark.server
+
 
 def _pid_gone(pid: int) -> bool:
     try:

@@ -22,6 +22,8 @@ needs_chromium = pytest.mark.skipif(
     reason="browser tests need Debian's Chromium: apt-get install -y chromium fonts-dejavu",
 )
 
+pytestmark = pytest.mark.browser
+
 FIGURES = r"median \d+\.\d{3} s, p90 \d+\.\d{3} s, best \d+\.\d{3} s"
 LOAD = r"load average [\d.]+, [\d.]+, [\d.]+"
 VERDICT = r"goal <= [\d.]+ s: (met|NOT met)"

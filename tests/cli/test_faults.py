@@ -34,7 +34,7 @@ from simulator.engine.clients import register_process
 from simulator.engine.run import simulate
 from simulator.engine.scenario import ClientSpec, ConstantRate, Scenario
 
-pytestmark = pytest.mark.usefixtures("no_server_left_behind")
+pytestmark = [pytest.mark.server, pytest.mark.usefixtures("no_server_left_behind")]
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT, WINDOW_S = 5, 60
 

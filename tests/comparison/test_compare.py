@@ -294,6 +294,7 @@ def test_bad_synthetic_shape_is_one_message(tmp_path):
     assert done.returncode == 2 and "amplitude" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_candidates_times_shards_on_a_dask_cluster_equal_the_serial_run():
     from distributed import Client, LocalCluster
 
@@ -313,6 +314,7 @@ def test_candidates_times_shards_on_a_dask_cluster_equal_the_serial_run():
     pd.testing.assert_frame_equal(serial[1], on_dask[1])
 
 
+@pytest.mark.server
 def test_on_a_real_valkey_same_scorecard_with_server_cpu_and_only_its_own_keys():
     """A server the program did not start: its keys are checked absent, the scorecard is the
     fake server's (windows stretched so that no key can expire while the test runs), the
@@ -429,6 +431,7 @@ def test_a_stopped_run_keeps_the_configurations_it_finished(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("scheduler", [None, "local"])
+@pytest.mark.slow
 def test_replay_with_shards_writes_the_serial_replays_bytes(tmp_path, scheduler):
     trace = small_trace(700)
     trace["cost"] = np.where(np.arange(len(trace)) % 7 == 0, 2, 1)

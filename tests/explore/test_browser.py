@@ -41,6 +41,8 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from simulator.backends.process import free_port  # noqa: E402
 from simulator.explore.serve import descendants, stop_served  # noqa: E402
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
 

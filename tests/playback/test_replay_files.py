@@ -275,6 +275,7 @@ def test_a_full_disk_stops_the_replay_with_a_message():
 
 
 @pytest.mark.parametrize("in_order", [True, False], ids=["in-order", "out-of-order"])
+@pytest.mark.slow
 def test_a_disk_that_fills_up_keeps_every_complete_row_written(tmp_path, in_order):
     """The file may grow to 64 KiB only (as on a nearly full disk): the rows before stay whole."""
     trace, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"

@@ -235,6 +235,7 @@ def test_leftover_keys_are_looked_up_a_group_at_a_time():
     assert leftover_keys_in_groups(CountingServer(set()), "redis://x", groups) is None
 
 
+@pytest.mark.slow
 def test_the_benchmark_section_reports_both_paths_with_the_same_output():
     from simulator.bench.replay import bench_replay_stream
 

@@ -31,6 +31,8 @@ SMALL = (
     memory.Layout("gcra"),
     memory.Layout("sliding_log", limit=1000, id_format="now_ms-seq"),
 )
+
+pytestmark = pytest.mark.server
 REQUIRED = {
     "server",
     "server_version",

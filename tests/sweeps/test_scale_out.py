@@ -26,6 +26,8 @@ from simulator.engine.run import simulate
 from simulator.engine.scenario import Poisson, Polite, Scenario
 from simulator.sweeps import parse_spec, read_dataset, run_sweep
 
+pytestmark = pytest.mark.slow
+
 DEADLINE_S = 180
 SMALL = {
     "name": "small",

@@ -84,6 +84,7 @@ def listening(pid: int) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_a_local_cluster_listens_on_loopback_only():
     from simulator.engine.workers import dask_client
 
@@ -105,6 +106,7 @@ HUGE = (
 )  # 100 x 100 x 100 = 1,000,000 points: the most a spec may have
 
 
+@pytest.mark.slow
 def test_a_sweep_of_a_million_points_starts_at_once_and_stops_on_ctrl_c(tmp_path):
     out_dir = tmp_path / "out"
     folder = out_dir / "huge"
@@ -151,6 +153,7 @@ def test_an_output_folder_that_cannot_hold_results_is_one_message_before_any_tas
     assert err.count("\n") == 1 and "running on" not in err  # nothing ran
 
 
+@pytest.mark.slow
 def test_a_full_disk_mid_sweep_is_one_message_and_keeps_what_was_written(
     tmp_path, capsys, monkeypatch
 ):
@@ -187,6 +190,7 @@ return {1, count}
 """
 
 
+@pytest.mark.slow
 def test_a_users_script_failing_on_a_dask_worker_is_one_message_and_exit_2(tmp_path):
     script = tmp_path / "bad.lua"
     script.write_text(BAD_LUA)
@@ -250,6 +254,7 @@ def test_a_damaged_file_is_not_finished_and_is_computed_again(tmp_path):
 # --- a scheduler without workers ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_scheduler_without_workers_is_said_and_ends_the_sweep_with_exit_2(tmp_path):
     from distributed import LocalCluster
 

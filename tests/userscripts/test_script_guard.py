@@ -142,6 +142,7 @@ def trace(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("db", [14, 0])
 @pytest.mark.parametrize("bad", sorted(BAD))
+@pytest.mark.server
 def test_a_script_cannot_touch_a_server_the_program_did_not_start(
     server, scripts, tmp_path, capsys, bad, db
 ):
@@ -161,6 +162,7 @@ def test_a_script_cannot_touch_a_server_the_program_did_not_start(
     assert server.client().config_get("maxmemory")["maxmemory"] != "1"
 
 
+@pytest.mark.server
 def test_memory_with_a_script_on_a_server_the_program_did_not_start(
     server, scripts, tmp_path, capsys
 ):
@@ -200,6 +202,7 @@ def test_the_fake_server_stops_the_same_commands(scripts, tmp_path, capsys, bad)
     assert code == 2 and needle in err and "Traceback" not in err, err
 
 
+@pytest.mark.server
 def test_the_allowed_vocabulary_decides_alike_on_the_fake_and_the_real_server(
     server, scripts, tmp_path
 ):
@@ -300,6 +303,7 @@ def test_a_device_or_an_oversized_script_is_refused(scripts, tmp_path, capsys):
         register_script(plain, "plain", toml)
 
 
+@pytest.mark.server
 def test_a_script_with_a_built_in_key_is_refused_alike_on_every_backend(
     server, scripts, tmp_path, capsys
 ):
