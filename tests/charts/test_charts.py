@@ -498,6 +498,7 @@ def test_replay_speed_figure():
 
 
 # --- save ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_save_writes_a_png_and_an_svg_and_the_svg_is_the_same_each_time(burst_frame, tmp_path):
     fig = burst_charts.boundary_burst_figure(burst_frame, LIMIT, WINDOW_MS, 0.9, 1.1)
     first = save(fig, "burst", tmp_path / "a" / "b")
@@ -568,6 +569,7 @@ def committed_figures() -> dict[str, Figure]:
     }
 
 
+@pytest.mark.slow
 def test_no_committed_figure_overprints_or_cuts_a_text():
     problems = {name: text_problems(fig) for name, fig in committed_figures().items()}
     assert not any(problems.values()), {name: p for name, p in problems.items() if p}

@@ -163,6 +163,7 @@ def test_help_explains_options_with_units(command):
         assert "seconds" in out.stdout and "--limit" in out.stdout
 
 
+@pytest.mark.slow
 def test_charts_writes_the_boundary_burst_chart(tmp_path):
     out = run("charts", "--out-dir", str(tmp_path), "--only", "burst")
     assert out.returncode == 0, out.stderr

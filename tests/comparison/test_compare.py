@@ -51,6 +51,7 @@ def small_trace(n: int = 1500) -> pd.DataFrame:
     return pd.DataFrame({"t_ms": t_ms, "client": pd.array(clients.tolist(), dtype=CLIENT_DTYPE)})
 
 
+@pytest.mark.slow
 def test_sample_log_counts_agree_with_an_independent_count():
     scorecard, clients = compare(SAMPLE, BASELINE, CANDIDATES, fmt="clf")
     trace = read_trace(SAMPLE, "clf")
@@ -225,6 +226,7 @@ def test_cli_truncated_trace_is_refused_with_its_line(tmp_path):
     assert f"{path}:20:" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_cli_scorecard_csv_and_table(tmp_path):
     trace = small_trace(300)
     path = tmp_path / "t.csv"

@@ -227,6 +227,7 @@ def test_the_explorer_steps_through_the_shown_client_at_a_refusal():
 # -- presets, messages, stale results -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_preset_runs_and_the_boundary_burst_shows_its_client():
     from simulator.explore.presets import PRESETS
 

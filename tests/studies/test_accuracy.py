@@ -86,6 +86,7 @@ def _bulk_equals_oracle_with_costs(data, name, limit, window_ms, start_ms, trace
         assert (bulk.allowed[i], bulk.count[i]) == (d.allowed, d.count), f"{name} row {i}"
 
 
+@pytest.mark.slow
 def test_bulk_equals_lua_on_a_5000_decision_sample():
     """Whole clients of an over-the-limit family, through the scripts on fakeredis."""
     f = Family("over", "on_off", 40, load=1.5, limit=20, window_ms=10_000, duration_ms=120_000)
