@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup charts check-tables test bench lint notebooks lab explore clean
+.PHONY: setup charts check-tables test test-fast bench lint notebooks lab explore clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,14 @@ check-tables: $(STAMP)  ## regenerate every table into a temporary folder and co
 	@tmp=$$(mktemp -d) && cp data/memory_*.csv "$$tmp"/ && $(PY) -m simulator charts --full --out-dir "$$tmp" >/dev/null && \
 	$(PY) tools/compare_tables.py data "$$tmp"; status=$$?; rm -rf "$$tmp"; exit $$status
 
-test: $(STAMP)  ## the whole test suite: property, clock, CLI, real-server and notebook tests
+test: $(STAMP)  ## the whole test suite: property, clock, CLI, real-server, browser and notebook tests (what .ci/run runs)
 	$(PY) -m pytest -n 2
+
+# The markers are declared in pyproject.toml; a test marked none of them is in the fast run.
+FAST := not slow and not server and not browser and not notebook
+
+test-fast: $(STAMP)  ## everything not marked slow, server, browser or notebook (a minute or so)
+	$(PY) -m pytest -n 2 -m "$(FAST)"
 
 bench: $(STAMP)
 	$(PY) -m simulator bench

@@ -1,25 +1,93 @@
-"""Shared fixtures: a fake server whose clock the test sets by hand, in milliseconds.
+"""What the tests share: the command line as a user runs it, which algorithms are the package's
+own, the figures worked by hand for each of them, a fake server whose clock the test sets, and
+the throwaway pieces several rooms of the tree use.
 
-Tests that hold every registered algorithm at once (a line each in ``burst``, the palette, a
-chart of them all) are marked ``every_algorithm``; with those whose id names an algorithm they
-are what ``tests/test_toy.py`` runs over the toy algorithm of ``tests/toy/``.
+The tree follows the package (``tests/algorithms/`` for ``simulator/algorithms/``, and so on);
+the markers (``slow``, ``server``, ``browser``, ``notebook``, ``every_algorithm``) are declared
+in ``pyproject.toml``. Tests that hold every registered algorithm at once (a line each in
+``burst``, the palette, a chart of them all) are marked ``every_algorithm``; with those whose id
+names an algorithm they are what ``tests/algorithms/test_toy.py`` runs over the toy algorithm
+of ``tests/toy/``.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
+from simulator.algorithms import ALGORITHMS, Limiter, Param, Reference, scripts
 from simulator.backends import FakeRedisBackend
+from simulator.keys import hash_tag
+from simulator.records import Decision
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+#: One file per shipped algorithm: the figures worked out by hand for it (see its comments).
+CASES_DIR = TESTS / "algorithms" / "cases"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "every_algorithm: holds every registered algorithm at once (see test_toy.py)"
+# --- the command line ---------------------------------------------------------------------------
+def run_cli(
+    *args: str | Path,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    text: bool = True,
+) -> subprocess.CompletedProcess:
+    """``python -m simulator ARGS`` as a user runs it, waited for, its output captured.
+
+    The timeout is only a guard against a hang: a start-up on a busy machine takes seconds.
+    """
+    return subprocess.run(
+        [sys.executable, "-m", "simulator", *map(str, args)],
+        capture_output=True,
+        text=text,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
     )
 
 
+# --- the package's own algorithms and their worked cases ----------------------------------------
+def shipped(name: str) -> bool:
+    """An algorithm of the package's own (not one registered from elsewhere, such as the toy)."""
+    return ALGORITHMS[name].__module__.startswith("simulator.algorithms.")
+
+
+def shipped_algorithms() -> list[str]:
+    return sorted(n for n in ALGORITHMS if shipped(n))
+
+
+def algorithm_case(name: str) -> dict[str, Any]:
+    """The hand-worked figures of a shipped algorithm, from ``tests/algorithms/cases/<name>.toml``.
+
+    A shipped algorithm without its file fails the test that asks, saying which file to add.
+    """
+    path = CASES_DIR / f"{name}.toml"
+    if not path.exists():
+        pytest.fail(
+            f"{name} has no worked case: add tests/algorithms/cases/{name}.toml "
+            "(CONTRIBUTING.md, 'Adding an algorithm'; fixed_window.toml shows its form)",
+            pytrace=False,
+        )
+    with path.open("rb") as f:
+        return tomllib.load(f)
+
+
+def case_files() -> set[str]:
+    return {p.stem for p in CASES_DIR.glob("*.toml")}
+
+
+# --- a fake server on a clock set by hand -------------------------------------------------------
 class ManualClock:
     """A clock a test moves by hand: ``clock.t_ms = 1234``."""
 
@@ -51,3 +119,122 @@ def sigint_raises_in_children():
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
+
+
+# --- random requests, for the differential tests ------------------------------------------------
+#: Mostly 1, sometimes more, sometimes more than any limit drawn here can admit.
+COSTS = st.one_of(st.just(1), st.just(1), st.integers(1, 4), st.integers(5, 9))
+
+
+def draw_params(data, name: str, limit: int) -> dict[str, float]:
+    """A value for each of the algorithm's own parameters, around the limit."""
+    out: dict[str, float] = {}
+    for p in ALGORITHMS[name].params_declared:
+        lo = max(1, int(p.minimum))
+        if p.integer:
+            out[p.name] = data.draw(st.integers(lo, lo + 2 * limit + 2), label=p.name)
+        else:
+            out[p.name] = data.draw(st.floats(p.minimum, p.minimum + 2 * limit + 2), label=p.name)
+    return out
+
+
+# --- a user's script: a fixed window on a 10 s grid, with its declaration -------------------
+FW10 = """--[[ ratelimit
+label = "Fixed window, 10 s grid"
+keys = ["rl:fw10:{client}:{window}"]
+argv = ["now_ms", "window_ms", "limit", "cost"]
+reply = { allowed = 1, count = 2, remaining = 3, reset = 4, retry_after = 4 }
+]]
+local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local limit, cost = tonumber(ARGV[3]), tonumber(ARGV[4])
+local count = redis.call('INCRBY', KEYS[1], cost)
+if count == cost then redis.call('PEXPIRE', KEYS[1], window) end
+local reset = window - now % window  -- ms until the grid window ends
+if count <= limit then return {1, count, limit - count, reset} end
+return {0, count, 0, reset}
+"""
+
+
+# --- real servers: none left running ------------------------------------------------------------
+def valkey_children() -> set[int]:
+    """PIDs of valkey-server processes whose parent is this test process."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :]
+        if name.startswith("valkey-server") and int(rest.split()[1]) == os.getpid():
+            found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def no_server_left_behind():
+    """Used (autouse) by the modules that start servers: none outlives the module's tests."""
+    before = valkey_children()
+    yield
+    assert valkey_children() <= before, "a valkey-server started here outlived its tests"
+
+
+# --- a throwaway algorithm, registered inside a test and nowhere else ---------------------------
+FOREVER_LUA = """--[[
+forever: a counter that never resets (a throwaway algorithm for the registry test).
+KEYS[1] the client's counter; ARGV[1] now_ms (unused), ARGV[2] window_ms (unused),
+ARGV[3] allowance: requests a client gets in all, ARGV[4] cost of this request
+Returns {allowed 0|1, count, limit, remaining, reset_ms (-1: never), retry_after_ms (-1: never)}
+]]
+local limit = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count + cost <= limit then
+  redis.call('SET', KEYS[1], count + cost)
+  return {1, count + cost, limit, limit - count - cost, -1, 0}
+end
+return {0, count, limit, 0, -1, -1}
+"""
+
+
+#: Its own parameter: how many requests a client gets in all (default: the limit).
+ALLOWANCE = (Param("allowance", default=lambda limit, window_ms: limit, minimum=1, integer=True),)
+
+
+class ForeverRef(Reference):
+    name = "forever"
+    params_declared = ALLOWANCE
+
+    def __init__(self, limit: int, window_ms: int, **params: object) -> None:
+        super().__init__(limit, window_ms, **params)
+        self.counts: dict[str, int] = {}
+
+    def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
+        count, cap = self.counts.get(client, 0), int(self.params["allowance"])
+        if count + cost <= cap:
+            self.counts[client] = count + cost
+            return Decision(True, float(count + cost), cap, cap - count - cost, -1, 0)
+        return Decision(False, float(count), cap, 0, -1, -1)
+
+
+class Forever(Limiter):
+    name = "forever"
+    label = "Never resets (test)"
+    colour = "#9c9ede"
+    scripts = ("forever",)
+    reference = ForeverRef
+    params_declared = ALLOWANCE
+
+    def keys(self, client: str, now_ms: int) -> Sequence[str]:
+        return (f"rl:forever:{hash_tag(client)}",)
+
+    def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[object]:
+        return (now_ms, self.window_ms, int(self.params["allowance"]), cost)
+
+
+@pytest.fixture
+def forever(monkeypatch):
+    monkeypatch.setitem(scripts._ADDED, "forever", FOREVER_LUA)
+    scripts.load.cache_clear()
+    monkeypatch.setitem(ALGORITHMS, "forever", Forever)
+    yield Forever
+    scripts.load.cache_clear()

@@ -223,7 +223,10 @@ def run_tasks(
                 watch.check()
                 continue
             watch.reset()
-            for future in done:
+            # Tasks that finished in the same wait (several, on a busy machine) are yielded in
+            # the order they were sent, not in the set's: the first failure reported is then the
+            # earliest item's, however slow the machine.
+            for future in sorted(done, key=pending.__getitem__):
                 i = pending.pop(future)
                 try:
                     result = future.result()
