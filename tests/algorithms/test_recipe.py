@@ -176,11 +176,6 @@ def test_its_case_file_is_what_a_missing_one_asks_for(repo):
 
 
 @pytest.mark.server
-@pytest.mark.xfail(
-    reason="memory --algorithm on an algorithm without a MemoryModel ends in a traceback "
-    "(being fixed in simulator/studies/memory.py)",
-    strict=False,
-)
 def test_the_memory_step_measures_only_the_new_algorithm(repo, tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "simulator", "memory", "--algorithm", NAME, "--users", "1000"]
