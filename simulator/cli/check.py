@@ -53,9 +53,14 @@ def register(sub: Any) -> None:
         "one millisecond, idle gaps longer than the window, many clients, odd client ids, "
         "seeded random traffic; and costly requests when both sides take a cost) through FILE "
         "on a fresh fake server and through the reference of --as (or through --against "
-        "FILE2), with the same --param values on both sides, and prints 'agrees on N "
-        "decisions over M traces', or the first decision that differs and how many differ in "
-        "all, trace by trace. Exit status 0 when they agree, 1 when they differ, 2 for a "
+        "FILE2), with the same --param values on both sides, and compares every field the "
+        "script's reply declares: allowed, count, remaining, reset, retry_after, and the "
+        "header fields they make (RateLimit r and t, Retry-After), each exactly but count, "
+        "which may differ by 1e-9 of its size (an estimate is a float). It prints 'agrees on N "
+        "decisions over M traces, on every field', or the first decision that differs (the "
+        "trace, the request's index, t_ms and client, the first differing field, expected and "
+        "got) and how many differ in all, trace by trace and by field; then the fields it "
+        "compared. Exit status 0 when they agree, 1 when they differ, 2 for a "
         "script or declaration that cannot run.",
     )
     p.add_argument("file", type=Path, metavar="FILE", help="the script (.lua) with its declaration")

@@ -2,9 +2,11 @@
 
 :func:`check` plays each trace of :func:`battery` through a user's script (on a fresh fake server
 on the virtual clock) and through the named algorithm's reference, or through a second script,
-decision by decision, with the same parameters (a bucket's ``burst``) on both sides. It names the
-first decision that differs: which trace, when, which client, what each said, and the
-reference's count at that moment; and it counts every difference, trace by trace. The battery
+decision by decision and field by field (:mod:`simulator.userscripts.fields`: ``allowed``,
+``count``, ``remaining``, ``reset``, ``retry_after`` and the header fields they make), with the
+same parameters (a bucket's ``burst``) on both sides. It names the first decision that differs:
+which trace, which request, when, which client, the first field that differs, what was expected
+and what came; and it counts every difference, trace by trace and field by field. The battery
 holds the card's practice case, requests around window seams, many in one millisecond, idle gaps
 longer than the window, many clients, odd client ids, and seeded random traffic; a script that
 takes a ``cost`` is played one more trace of costly requests (:func:`traces_for`).
@@ -12,7 +14,7 @@ takes a ``cost`` is played one more trace of costly requests (:func:`traces_for`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,8 +22,16 @@ import numpy as np
 from simulator.algorithms import ALGORITHMS, REFERENCES
 from simulator.backends import FakeRedisBackend
 from simulator.records import Decision
+from simulator.userscripts.fields import (
+    FIELDS,
+    HEADER_FIELDS,
+    TOLERANCES,
+    Difference,
+    compared,
+    first_difference,
+)
 
-__all__ = ["Trace", "battery", "traces_for", "Mismatch", "Verdict", "check"]
+__all__ = ["Trace", "battery", "traces_for", "Mismatch", "Verdict", "check", "fields_of"]
 
 
 @dataclass(frozen=True)
@@ -113,17 +123,31 @@ class Mismatch:
     agreed_before: int
     #: The trace's requests up to this one: (t_ms, client, script admitted, reference admitted).
     history: tuple[tuple[int, str, bool, bool], ...] = ()
+    #: The first field that differs, what was expected and what came.
+    difference: Difference = Difference("allowed", "", "")
+
+    @property
+    def field(self) -> str:
+        return self.difference.field
 
     def __str__(self) -> str:
         def verdict(d: Decision) -> str:
             return "admitted" if d.allowed else "refused"
 
-        return (
+        where = (
             f"differs in trace {self.trace!r} (limit {self.limit} per {self.window_ms} ms), "
-            f"request {self.index} at t_ms={self.t_ms}, client {self.client!r}: the script "
-            f"{verdict(self.said)} it (count {self.said.count:g}), the reference "
-            f"{verdict(self.expected)} it: its count at that moment is {self.expected.count:g} "
-            f"against the limit {self.limit} (after {self.agreed_before} decisions that agreed)"
+            f"request {self.index} at t_ms={self.t_ms}, client {self.client!r}: "
+        )
+        after = f"after {self.agreed_before:,} decisions that agreed on every field"
+        if self.field == "allowed":
+            return where + (
+                f"the script {verdict(self.said)} it (count {self.said.count:g}), the reference "
+                f"{verdict(self.expected)} it: its count at that moment is "
+                f"{self.expected.count:g} against the limit {self.limit} "
+                f"(first differing field: allowed; {after})"
+            )
+        return where + (
+            f"the first field that differs is {self.difference}; both {verdict(self.said)} it ({after})"
         )
 
 
@@ -136,6 +160,10 @@ class Verdict:
     mismatch: Mismatch | None  # the first decision that differs
     #: Decisions that differ, per trace that holds any (trace name -> how many), in battery order.
     differences: dict[str, int] = field(default_factory=dict)
+    #: The fields compared, in order (see :mod:`simulator.userscripts.fields`).
+    fields: tuple[str, ...] = ("allowed",)
+    #: Decisions whose first differing field is this one (field -> how many).
+    by_field: dict[str, int] = field(default_factory=dict)
 
     @property
     def agrees(self) -> bool:
@@ -146,16 +174,31 @@ class Verdict:
         """How many decisions differ in all."""
         return sum(self.differences.values())
 
+    def compared(self) -> str:
+        """The fields compared, and how: in a sentence."""
+        how = "; ".join(f"{f} {t}" for f, t in TOLERANCES.items() if f in self.fields)
+        left = [f for f in (*FIELDS, *HEADER_FIELDS) if f not in self.fields]
+        unsaid = f"; not in the reply, so not compared: {', '.join(left)}" if left else ""
+        return (
+            f"fields compared: {', '.join(self.fields)} "
+            f"({how + '; ' if how else ''}the rest exact){unsaid}"
+        )
+
     def __str__(self) -> str:
         if self.mismatch is None:
-            return f"agrees on {self.decisions:,} decisions over {self.traces} traces"
+            return (
+                f"agrees on {self.decisions:,} decisions over {self.traces} traces, "
+                f"on every field\n{self.compared()}"
+            )
         shown = list(self.differences.items())[:4]
         where = "; ".join(f"{name!r}: {n:,}" for name, n in shown)
         if len(self.differences) > len(shown):
             where += f"; and {len(self.differences) - len(shown)} more"
+        fields = ", ".join(f"{name} {n:,}" for name, n in self.by_field.items())
         return (
             f"{self.mismatch}\nin all {self.differing:,} of {self.decisions:,} decisions differ, "
-            f"in {len(self.differences)} of {self.traces} traces ({where})"
+            f"in {len(self.differences)} of {self.traces} traces ({where}); by first differing "
+            f"field: {fields}\n{self.compared()}"
         )
 
 
@@ -215,22 +258,44 @@ def _pairs(trace: Trace, a: Decider, b: Decider) -> Iterator[tuple[int, Decision
         yield i, a(client, t, cost), b(client, t, cost)
 
 
+def fields_of(name: str) -> tuple[str, ...] | None:
+    """The reply fields registered algorithm ``name`` returns: a script's declared ones, or
+    None for one of Python's, which returns them all."""
+    decl = getattr(ALGORITHMS[name], "declaration", None)
+    return None if decl is None else tuple(decl.reply)
+
+
+def _both(script: str, against: str, reference: bool) -> tuple[str, ...]:
+    """The fields compared: those the script returns (and, for a second script, it too)."""
+    mine = fields_of(script)
+    theirs = None if reference else fields_of(against)
+    if mine is None or theirs is None:
+        return compared(mine if theirs is None else theirs)
+    return compared(set(mine) & set(theirs))
+
+
 def check(
     script: str,
     against: str,
     reference: bool = True,
     seed: int = 0,
     params: Mapping[str, float] | None = None,
+    only: Iterable[str] | None = None,
 ) -> Verdict:
     """Grade registered script ``script`` against algorithm ``against``'s reference (or, with
-    ``reference=False``, against the registered script ``against``): admitted or refused, for
-    every request of every trace. ``params`` (e.g. ``{"burst": 5}``) go to each side that
-    declares them."""
+    ``reference=False``, against the registered script ``against``): every field the script
+    returns (:func:`~simulator.userscripts.fields.compared`), or ``only`` those of them (e.g.
+    ``("allowed",)``: the decisions alone), for every request of every trace. ``params``
+    (e.g. ``{"burst": 5}``) go to each side that declares them."""
     other = _reference if reference else _script
     params = dict(params or {})
+    fields = _both(script, against, reference)
+    if only is not None:
+        fields = tuple(f for f in fields if f in set(only))
     decisions = 0
     first: Mismatch | None = None
     differences: dict[str, int] = {}
+    by_field: dict[str, int] = {}
     traces = traces_for(script, against, seed)
     for trace in traces:
         mine, theirs = _script(script, trace, params), other(against, trace, params)
@@ -240,8 +305,10 @@ def check(
             t, client = trace.requests[i - 1]
             if first is None:
                 history.append((t, client, bool(said.allowed), bool(expected.allowed)))
-            if said.allowed != expected.allowed:
+            differs = first_difference(fields, said, expected, trace.window_ms)
+            if differs is not None:
                 differences[trace.name] = differences.get(trace.name, 0) + 1
+                by_field[differs.field] = by_field.get(differs.field, 0) + 1
                 if first is None:
                     first = Mismatch(
                         trace.name,
@@ -254,9 +321,10 @@ def check(
                         expected,
                         decisions,
                         tuple(history),
+                        differs,
                     )
             decisions += 1
-    return Verdict(decisions, len(traces), first, differences)
+    return Verdict(decisions, len(traces), first, differences, fields, by_field)
 
 
 def _located(
