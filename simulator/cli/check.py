@@ -27,7 +27,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         params = dict(args.param)
         _check_params(params, {mine: str(args.file), theirs: what})
         reference = args.against is None
-        verdict = check(mine, theirs, reference=reference, seed=args.seed, params=params)
+        verdict = check(
+            mine, theirs, reference=reference, seed=args.seed, params=params, only=args.only
+        )
     finally:
         ALGORITHMS.pop("checked_script", None)
         ALGORITHMS.pop("against_script", None)
@@ -43,6 +45,20 @@ def _check_params(params: dict[str, float], sides: dict[str, str]) -> None:
                 f"--param {name}: neither {' nor '.join(sides.values())} takes it "
                 '(a script takes burst when its argv holds "burst")'
             )
+
+
+def field_names(text: str) -> tuple[str, ...]:
+    """``--only``'s value: fields of the reply or headers, comma-separated."""
+    from simulator.userscripts.fields import FIELDS, HEADER_FIELDS
+
+    known = (*FIELDS, *HEADER_FIELDS)
+    names = tuple(name.strip() for name in text.split(","))
+    for name in names:
+        if name not in known:
+            raise argparse.ArgumentTypeError(
+                f"{name!r} is not a field: one of {', '.join(known)} (comma-separated)"
+            )
+    return names
 
 
 def register(sub: Any) -> None:
@@ -80,6 +96,13 @@ def register(sub: Any) -> None:
         type=seed_number,
         default=0,
         help=f"seed of the battery's random traces (0 to {MAX_SEED:,}; default 0)",
+    )
+    p.add_argument(
+        "--only",
+        type=field_names,
+        metavar="FIELDS",
+        help="compare only these fields, comma-separated (e.g. allowed: the decisions alone); "
+        "default: every field the script's reply declares",
     )
     add_param_option(p)
     p.set_defaults(func=cmd_check)

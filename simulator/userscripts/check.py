@@ -1,6 +1,6 @@
 """Grading a limiter script: a battery of traces through the script and through a reference.
 
-:func:`check` plays each trace of :func:`battery` through a user's script (on a fresh fake server
+:func:`check` plays each trace of :func:`~simulator.userscripts.battery.battery` through a user's script (on a fresh fake server
 on the virtual clock) and through the named algorithm's reference, or through a second script,
 decision by decision and field by field (:mod:`simulator.userscripts.fields`: ``allowed``,
 ``count``, ``remaining``, ``reset``, ``retry_after`` and the header fields they make), with the
@@ -9,7 +9,7 @@ which trace, which request, when, which client, the first field that differs, wh
 and what came; and it counts every difference, trace by trace and field by field. The battery
 holds the card's practice case, requests around window seams, many in one millisecond, idle gaps
 longer than the window, many clients, odd client ids, and seeded random traffic; a script that
-takes a ``cost`` is played one more trace of costly requests (:func:`traces_for`).
+takes a ``cost`` is played one more trace of costly requests (:mod:`simulator.userscripts.battery`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from simulator.algorithms import ALGORITHMS, REFERENCES
 from simulator.backends import FakeRedisBackend
 from simulator.records import Decision
+from simulator.userscripts.battery import COST_TRACE, Trace, battery, takes_cost, traces_for
 from simulator.userscripts.fields import (
     FIELDS,
     HEADER_FIELDS,
@@ -31,81 +30,17 @@ from simulator.userscripts.fields import (
     first_difference,
 )
 
-__all__ = ["Trace", "battery", "traces_for", "Mismatch", "Verdict", "check", "fields_of"]
-
-
-@dataclass(frozen=True)
-class Trace:
-    """One trace of the battery: requests ``(t_ms, client)`` in time order, and the limit."""
-
-    name: str
-    limit: int
-    window_ms: int
-    requests: tuple[tuple[int, str], ...]
-    costs: tuple[int, ...] = ()  # one per request (empty: each costs 1)
-
-
-def _at(times: list[int], client: str = "c") -> tuple[tuple[int, str], ...]:
-    return tuple((t, client) for t in times)
-
-
-def battery(seed: int = 0) -> list[Trace]:
-    """The traces a script is graded on (the same ones every time for one seed)."""
-    traces = [
-        Trace(
-            "practice case: 100 at second 59, 100 at 61",
-            100,
-            60_000,
-            _at([59_000] * 100 + [61_000] * 100),
-        ),
-        Trace(
-            "around the seams: 1 ms before, on, 1 ms after",
-            4,
-            1000,
-            _at(
-                [
-                    t
-                    for k in (1, 2, 3, 5)
-                    for t in (k * 1000 - 1, k * 1000, k * 1000 + 1)
-                    for _ in range(2)
-                ]
-            ),
-        ),
-        Trace(
-            "ties: ten in one millisecond, four times",
-            3,
-            1000,
-            _at([t for t in (0, 1, 999, 1000) for _ in range(10)]),
-        ),
-        Trace(
-            "idle gaps longer than the window",
-            2,
-            1000,
-            _at([0, 0, 0, 3500, 3500, 3500, 9999, 10_000, 10_001]),
-        ),
-        Trace(
-            "odd client ids",
-            2,
-            500,
-            tuple((t, c) for t in (0, 10, 600) for c in ("", "{x}", "a:b", "ü", "%25", "a b", "{")),
-        ),
-    ]
-    rng = np.random.default_rng(seed)
-    clients = [f"user{i}" for i in range(50)]
-    many = sorted(
-        (int(t), clients[int(c)])
-        for t, c in zip(rng.uniform(0, 20_000, 1500), rng.integers(0, 50, 1500), strict=True)
-    )
-    traces.append(Trace("many clients: 50 over 20 s", 5, 2000, tuple(many)))
-    for k in range(12):
-        n = int(rng.integers(20, 200))
-        gaps = rng.choice([0, 1, 2, 7, 150, 999, 1000, 1001, 2500], size=n)
-        who = rng.integers(0, 3, size=n)
-        t = np.cumsum(gaps) + int(rng.integers(0, 10**12))
-        limit, window = int(rng.integers(1, 7)), int(rng.choice([1000, 1500, 60_000]))
-        trace = tuple((int(a), f"r{int(b)}") for a, b in zip(t, who, strict=True))
-        traces.append(Trace(f"random traffic #{k + 1} (seed {seed})", limit, window, trace))
-    return traces
+__all__ = [
+    "Trace",
+    "battery",
+    "traces_for",
+    "takes_cost",
+    "COST_TRACE",
+    "Mismatch",
+    "Verdict",
+    "check",
+    "fields_of",
+]
 
 
 @dataclass(frozen=True)
@@ -164,6 +99,8 @@ class Verdict:
     fields: tuple[str, ...] = ("allowed",)
     #: Decisions whose first differing field is this one (field -> how many).
     by_field: dict[str, int] = field(default_factory=dict)
+    #: The fields the reply has, when only some of them were compared (``only``).
+    declared: tuple[str, ...] | None = None
 
     @property
     def agrees(self) -> bool:
@@ -177,8 +114,12 @@ class Verdict:
     def compared(self) -> str:
         """The fields compared, and how: in a sentence."""
         how = "; ".join(f"{f} {t}" for f, t in TOLERANCES.items() if f in self.fields)
-        left = [f for f in (*FIELDS, *HEADER_FIELDS) if f not in self.fields]
+        has = self.fields if self.declared is None else self.declared
+        left = [f for f in (*FIELDS, *HEADER_FIELDS) if f not in has]
         unsaid = f"; not in the reply, so not compared: {', '.join(left)}" if left else ""
+        if self.declared is not None and len(self.declared) > len(self.fields):
+            out = [f for f in self.declared if f not in self.fields]
+            unsaid += f"; left out as asked: {', '.join(out)}"
         return (
             f"fields compared: {', '.join(self.fields)} "
             f"({how + '; ' if how else ''}the rest exact){unsaid}"
@@ -188,7 +129,8 @@ class Verdict:
         if self.mismatch is None:
             return (
                 f"agrees on {self.decisions:,} decisions over {self.traces} traces, "
-                f"on every field\n{self.compared()}"
+                f"on every field{'' if self.declared is None else ' compared'}\n"
+                f"{self.compared()}"
             )
         shown = list(self.differences.items())[:4]
         where = "; ".join(f"{name!r}: {n:,}" for name, n in shown)
@@ -203,30 +145,6 @@ class Verdict:
 
 
 Decider = Callable[[str, int, int], Decision]
-
-#: Requests that cost more than one (played only to scripts that take a ``cost``).
-COST_TRACE = Trace(
-    "costs: 1, 3, 9 and more than the limit",
-    10,
-    1000,
-    _at([0, 1, 2, 3, 500, 999, 1000, 1001, 1002, 2500, 2501]),
-    (3, 1, 9, 11, 2, 4, 9, 1, 3, 10, 1),
-)
-
-
-def takes_cost(name: str) -> bool:
-    """True for a reference, or a script whose declaration passes the cost."""
-    decl = getattr(ALGORITHMS[name], "declaration", None)
-    return decl is None or "cost" in decl.argv
-
-
-def traces_for(script: str, against: str, seed: int = 0) -> list[Trace]:
-    """The traces ``script`` is graded on against ``against``: the battery, and the costly
-    requests when both take a cost."""
-    traces = battery(seed)
-    if takes_cost(script) and takes_cost(against):
-        traces.append(COST_TRACE)
-    return traces
 
 
 def own_params(name: str, params: Mapping[str, float]) -> dict[str, float]:
@@ -289,9 +207,9 @@ def check(
     (e.g. ``{"burst": 5}``) go to each side that declares them."""
     other = _reference if reference else _script
     params = dict(params or {})
-    fields = _both(script, against, reference)
+    fields = declared = _both(script, against, reference)
     if only is not None:
-        fields = tuple(f for f in fields if f in set(only))
+        fields = tuple(f for f in declared if f in set(only))
     decisions = 0
     first: Mismatch | None = None
     differences: dict[str, int] = {}
@@ -324,7 +242,15 @@ def check(
                         differs,
                     )
             decisions += 1
-    return Verdict(decisions, len(traces), first, differences, fields, by_field)
+    return Verdict(
+        decisions,
+        len(traces),
+        first,
+        differences,
+        fields,
+        by_field,
+        None if only is None else declared,
+    )
 
 
 def _located(

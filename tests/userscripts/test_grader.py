@@ -124,3 +124,18 @@ def test_a_script_wrong_only_in_retry_after_is_named_by_that_field(exercises):
     assert (m.field, m.difference.expected, m.difference.got) == ("retry_after", "1 ms", "2 ms")
     assert set(v.by_field) == {"retry_after"}  # nothing else is wrong
     assert "the first field that differs is retry_after: expected 1 ms, got 2 ms" in str(v)
+
+
+def test_check_only_compares_the_fields_asked_for_and_refuses_an_unknown_one():
+    card = ROOT / "data" / "card" / "sliding-counter.lua"
+    done = run_cli("check", card, "--as", "sliding_counter", "--only", "allowed")
+    assert done.returncode == 1, done.stderr
+    # 1 ms into a window, whole seconds say elapsed 0: the card's counter refuses there
+    assert "request 5 at t_ms=1001, client 'c': the script refused it" in done.stdout
+    assert "fields compared: allowed (the rest exact)" in done.stdout
+    assert "left out as asked: count" in done.stdout
+    bad = run_cli("check", card, "--as", "sliding_counter", "--only", "allowed,cnt")
+    assert (
+        bad.returncode == 2 and "--only: 'cnt' is not a field: one of allowed, count" in bad.stderr
+    )
+    assert "Traceback" not in bad.stderr
