@@ -27,7 +27,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         params = dict(args.param)
         _check_params(params, {mine: str(args.file), theirs: what})
         reference = args.against is None
-        verdict = check(mine, theirs, reference=reference, seed=args.seed, params=params)
+        verdict = check(
+            mine, theirs, reference=reference, seed=args.seed, params=params, only=args.only
+        )
     finally:
         ALGORITHMS.pop("checked_script", None)
         ALGORITHMS.pop("against_script", None)
@@ -45,6 +47,20 @@ def _check_params(params: dict[str, float], sides: dict[str, str]) -> None:
             )
 
 
+def field_names(text: str) -> tuple[str, ...]:
+    """``--only``'s value: fields of the reply or headers, comma-separated."""
+    from simulator.userscripts.fields import FIELDS, HEADER_FIELDS
+
+    known = (*FIELDS, *HEADER_FIELDS)
+    names = tuple(name.strip() for name in text.split(","))
+    for name in names:
+        if name not in known:
+            raise argparse.ArgumentTypeError(
+                f"{name!r} is not a field: one of {', '.join(known)} (comma-separated)"
+            )
+    return names
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "check",
@@ -53,9 +69,14 @@ def register(sub: Any) -> None:
         "one millisecond, idle gaps longer than the window, many clients, odd client ids, "
         "seeded random traffic; and costly requests when both sides take a cost) through FILE "
         "on a fresh fake server and through the reference of --as (or through --against "
-        "FILE2), with the same --param values on both sides, and prints 'agrees on N "
-        "decisions over M traces', or the first decision that differs and how many differ in "
-        "all, trace by trace. Exit status 0 when they agree, 1 when they differ, 2 for a "
+        "FILE2), with the same --param values on both sides, and compares every field the "
+        "script's reply declares: allowed, count, remaining, reset, retry_after, and the "
+        "header fields they make (RateLimit r and t, Retry-After), each exactly but count, "
+        "which may differ by 1e-9 of its size (an estimate is a float). It prints 'agrees on N "
+        "decisions over M traces, on every field', or the first decision that differs (the "
+        "trace, the request's index, t_ms and client, the first differing field, expected and "
+        "got) and how many differ in all, trace by trace and by field; then the fields it "
+        "compared. Exit status 0 when they agree, 1 when they differ, 2 for a "
         "script or declaration that cannot run.",
     )
     p.add_argument("file", type=Path, metavar="FILE", help="the script (.lua) with its declaration")
@@ -75,6 +96,13 @@ def register(sub: Any) -> None:
         type=seed_number,
         default=0,
         help=f"seed of the battery's random traces (0 to {MAX_SEED:,}; default 0)",
+    )
+    p.add_argument(
+        "--only",
+        type=field_names,
+        metavar="FIELDS",
+        help="compare only these fields, comma-separated (e.g. allowed: the decisions alone); "
+        "default: every field the script's reply declares",
     )
     add_param_option(p)
     p.set_defaults(func=cmd_check)

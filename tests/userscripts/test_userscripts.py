@@ -78,8 +78,9 @@ def test_the_card_log_agrees_with_the_exact_reference_and_its_counter_does_not()
     register_script(CARD / "sliding-log.lua", "card_log")
     register_script(CARD / "sliding-counter.lua", "card_counter")
     try:
-        assert check("card_log", "sliding_log").agrees
-        verdict = check("card_counter", "sliding_counter")
+        log = check("card_log", "sliding_log")  # its count, when admitted, counts this request
+        assert log.mismatch.field == "count" and set(log.by_field) == {"count"}, log
+        verdict = check("card_counter", "sliding_counter", only=("allowed",))  # the decisions
         assert not verdict.agrees
         # 1 ms into a window, whole seconds say elapsed 0: the previous window weighs in full
         m = verdict.mismatch
@@ -89,9 +90,18 @@ def test_the_card_log_agrees_with_the_exact_reference_and_its_counter_does_not()
 
 
 def test_check_passes_a_right_script_and_names_the_first_wrong_decision(scripts, capsys):
-    right = scripts("fw10.lua", FW10)
+    fixed = ROOT / "simulator" / "algorithms" / "lua" / "fixed_window.lua"
+    toml = 'keys = ["rl:fw:{client}:{window}"]\nargv = ["now_ms", "window_ms", "limit", "cost"]\n'
+    toml += "reply = { allowed = 1, count = 2, remaining = 4, reset = 5, retry_after = 6 }\n"
+    right = scripts("fw.lua", fixed.read_text(), toml)
     assert main(["check", str(right), "--as", "fixed_window"]) == 0
     assert "agrees on 3,068 decisions over 19 traces" in capsys.readouterr().out  # with costs
+    # FW10 counts a request that costs more than the limit, which the reference never counts
+    assert main(["check", str(scripts("fw10.lua", FW10)), "--as", "fixed_window"]) == 1
+    assert (
+        "request 4 at t_ms=3, client 'c': the first field that differs is count: expected 13, "
+        "got 24; both refused it" in capsys.readouterr().out
+    )
     first_hit = scripts("first_hit.lua", FIRST_HIT)
     assert main(["check", str(first_hit), "--as", "echomq"]) == 0
     capsys.readouterr()
@@ -266,7 +276,7 @@ def test_an_exercise_grades_the_students_script_once_written(tmp_path):
     folder = tmp_path / "exercises"
     shutil.copytree(ROOT / "notebooks" / "exercises", folder)
     unwritten = attempt("fixed_window", folder)
-    assert unwritten.solution and grade(unwritten).agrees
+    assert not unwritten.attempted and grade(unwritten).status == "not attempted"
     skeleton = (folder / "fixed_window.lua").read_text()
     body = """local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local count = redis.call('INCR', KEYS[1])
@@ -279,7 +289,7 @@ return {0, count, limit, 0, reset, reset}
     (folder / "fixed_window.lua").write_text(head + body)
     mine = attempt("fixed_window", folder)
     assert not mine.solution and mine.name == "my_fixed_window"
-    verdict = grade(mine)
+    verdict = grade(mine).verdict
     assert not verdict.agrees
     assert verdict.mismatch.said.allowed is False and verdict.mismatch.expected.allowed is True
     assert verdict.mismatch.expected.count == verdict.mismatch.limit  # the limit-th request
@@ -302,8 +312,9 @@ def test_check_takes_a_bucket_parameter_and_counts_every_difference(scripts, cap
     assert main(["check", str(stuck), "--as", "token_bucket", "--param", "burst=3"]) == 1
     out = capsys.readouterr().out
     assert "differs in trace 'practice case: 100 at second 59, 100 at 61'" in out
-    assert "in all 285 of 3,068 decisions differ, in 15 of 19 traces" in out
-    assert "'practice case: 100 at second 59, 100 at 61': 97;" in out and "and 11 more" in out
+    assert "in all 2,994 of 3,068 decisions differ, in 17 of 19 traces" in out
+    assert "'practice case: 100 at second 59, 100 at 61': 200;" in out and "and 13 more" in out
+    assert "by first differing field: count 2,507, allowed 285, reset 202" in out
     assert main(["check", str(right), "--as", "token_bucket", "--param", "brust=3"]) == 2
     assert "--param brust: neither" in capsys.readouterr().err
 
