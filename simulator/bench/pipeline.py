@@ -39,6 +39,7 @@ from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.backends import RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.bench.servers import CLIENTS, LIMIT, REQUESTS_PER_MS, WINDOW_MS, server_trace
+from simulator.engine.realtime import runs_on_real_time
 from simulator.playback.run import PIPELINE_CALLS, replay
 from simulator.records import DecisionColumns
 
@@ -110,7 +111,7 @@ def bench_pipeline(
     with EmbeddedValkey() as server:
         backend = RedisBackend(server.client(), "valkey")
         for algorithm, cls in ALGORITHMS.items():
-            if cls.uses_server_time:
+            if runs_on_real_time(backend, cls):
                 continue
             best: dict[str, tuple[float, float, float, float, pd.DataFrame]] = {}
             for _ in range(REPEAT):  # the two ways take turns

@@ -24,6 +24,7 @@ from simulator.backends import Backend, FakeRedisBackend, RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
 from simulator.bench.model import in_python
 from simulator.bench.timing import best_of
+from simulator.engine.realtime import runs_on_real_time
 from simulator.engine.run import simulate
 from simulator.engine.scenario import Poisson, Scenario
 from simulator.playback.run import replay
@@ -69,7 +70,8 @@ def bench_simulate(
     with EmbeddedValkey() as server:
         valkey = RedisBackend(server.client(), "valkey")
         for algorithm, cls in ALGORITHMS.items():
-            if cls.uses_server_time or not cls.scripts:  # no script (a server's own command)
+            # real time on a real server, or no script (a server's own command)
+            if runs_on_real_time(valkey, cls) or not cls.scripts:
                 continue
             alone = partial(simulate, _scenario(in_python(cls), n))  # its policy holds the variant
             model_s, _ = best_of({"model": alone}, REPEAT)["model"]
