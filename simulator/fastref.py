@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS, BULK
-from simulator.algorithms.base import own_params
+from simulator.algorithms import BULK
+from simulator.algorithms.base import BulkDecider, Limiter, own_params
 from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError, check_int
+from simulator.policy import lookup
 
 __all__ = ["Bulk", "decide_bulk", "decide_any", "decide_trace"]
 
@@ -58,8 +59,20 @@ def _sort(codes: np.ndarray, t_ms: np.ndarray) -> np.ndarray:
     return order if by_time is None else by_time[order]
 
 
+def _with_kernel(algorithm: str | type[Limiter]) -> type[Limiter]:
+    """The Limiter class of an algorithm that has a vectorised kernel; ConfigError naming those
+    that have one otherwise."""
+    if isinstance(algorithm, str) and algorithm not in BULK:
+        raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(BULK)}")
+    cls = lookup(algorithm)
+    if not issubclass(cls, BulkDecider):
+        known = ", ".join(BULK)
+        raise ConfigError(f"algorithm: {cls.name} has no bulk kernel; those with one: {known}")
+    return cls
+
+
 def decide_bulk(
-    algorithm: str,
+    algorithm: str | type[Limiter],
     codes: np.ndarray,
     t_ms: np.ndarray,
     limit: int,
@@ -73,14 +86,12 @@ def decide_bulk(
     Requests of one client are decided in time order, ties in row order, as a replay would.
     Pass ``order`` (from an earlier :class:`Bulk`) to skip the sort. ``cost``: each request's
     cost (default 1 each); ``params``: the algorithm's own parameters (defaults for the rest).
+    ``algorithm``: a name or the Limiter class, looked up here once.
     """
-    if algorithm not in BULK:
-        raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(BULK)}")
+    cls = _with_kernel(algorithm)
     limit = check_int("decide_bulk", "limit", limit, 1, MAX_LIMIT)
     window_ms = check_int("decide_bulk", "window_ms", window_ms, 1, MAX_WINDOW_MS)
-    resolved = own_params(
-        "decide_bulk", ALGORITHMS[algorithm].params_declared, params or {}, limit, window_ms
-    )
+    resolved = own_params("decide_bulk", cls.params_declared, params or {}, limit, window_ms)
     codes = np.asarray(codes, dtype="int64")
     t_ms = np.asarray(t_ms, dtype="int64")
     n = len(t_ms)
@@ -94,7 +105,7 @@ def decide_bulk(
         if len(cost) != n or (n and int(cost.min()) < 1):
             raise ConfigError("decide_bulk.cost: one integer >= 1 per request")
         cost = None if bool((cost == 1).all()) else cost[order]
-    allowed_s, count_s = BULK[algorithm](
+    allowed_s, count_s = cls.bulk(  # type: ignore[attr-defined]
         codes[order], t_ms[order], int(limit), int(window_ms), cost, resolved
     )
     allowed, count = np.empty(n, dtype=bool), np.empty(n, dtype="float64")
@@ -103,7 +114,7 @@ def decide_bulk(
 
 
 def decide_any(
-    algorithm: str,
+    algorithm: str | type[Limiter],
     codes: np.ndarray,
     t_ms: np.ndarray,
     limit: int,
@@ -116,23 +127,22 @@ def decide_any(
     The vectorised kernel decides where there is one; otherwise the algorithm's pure-Python
     reference, request by request in the same order; an algorithm with neither (a user's
     script) is replayed through its script on a fake server on the virtual clock (the Lua path:
-    a few thousand decisions a second).
+    a few thousand decisions a second). ``algorithm``: a name or the Limiter class.
     """
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(ALGORITHMS)}")
-    if algorithm in BULK:
-        return decide_bulk(algorithm, codes, t_ms, limit, window_ms, order, params=params)
+    cls = lookup(algorithm)
+    if issubclass(cls, BulkDecider):
+        return decide_bulk(cls, codes, t_ms, limit, window_ms, order, params=params)
     codes = np.asarray(codes, dtype="int64")
     t_ms = np.asarray(t_ms, dtype="int64")
     n = len(t_ms)
     if order is None:
         order = _sort(codes, t_ms) if n else np.empty(0, dtype="int64")
-    reference = getattr(ALGORITHMS[algorithm], "reference", None)
+    reference = getattr(cls, "reference", None)
     if reference is None:
         from simulator.playback.run import replay
 
         trace = pd.DataFrame({"t_ms": t_ms, "client": codes.astype(str)})
-        log = replay(trace, algorithm, limit, window_ms, params=params)
+        log = replay(trace, cls, limit, window_ms, params=params)
         return Bulk(log["allowed"].to_numpy(dtype=bool), log["count"].to_numpy("float64"), order)
     ref = reference(limit, window_ms, **params) if params else reference(limit, window_ms)
     allowed, count = np.empty(n, dtype=bool), np.empty(n, dtype="float64")
@@ -143,17 +153,20 @@ def decide_any(
     return Bulk(allowed, count, order)
 
 
-def decide_trace(trace: pd.DataFrame, algorithm: str, limit: int, window_ms: int) -> pd.DataFrame:
+def decide_trace(
+    trace: pd.DataFrame, algorithm: str | type[Limiter], limit: int, window_ms: int
+) -> pd.DataFrame:
     """A trace (``t_ms``, ``client``) decided in bulk: columns client, t_ms, allowed, count.
 
     Times are floored to whole milliseconds, as :func:`simulator.playback.run.replay` does.
     """
+    cls = _with_kernel(algorithm)
     codes, _ = pd.factorize(trace["client"].astype(str), sort=False)
     t_ms = np.floor(trace["t_ms"].to_numpy(dtype="float64")).astype("int64")
-    bulk = decide_bulk(algorithm, codes, t_ms, limit, window_ms)
+    bulk = decide_bulk(cls, codes, t_ms, limit, window_ms)
     return pd.DataFrame(
         {
-            "algorithm": algorithm,
+            "algorithm": cls.name,
             "client": trace["client"].astype(str).to_numpy(),
             "t_ms": t_ms,
             "allowed": bulk.allowed,

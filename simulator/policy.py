@@ -8,10 +8,11 @@ What takes a Policy makes its limiters from it (:meth:`Policy.limiter`) and look
 again: a :class:`~simulator.engine.scenario.Scenario` holds one, the replay resolves one at its
 first line (a name, a class or a Policy), one CLI replay resolves one for its key plan
 (:func:`~simulator.engine.own_keys.run_keys`), its header columns and the replay; a compare
-candidate, the memory study's layouts and the big-key study build theirs from it. Names still
-travel where a value crosses to a Dask worker (a candidate, a sweep point, a shard's task: a
-user's script is installed there first) and through the production studies, which look theirs
-up themselves.
+candidate, the memory study's layouts and the big-key study build theirs from it. The
+production studies, the bulk reference (:mod:`simulator.fastref`) and the charts' palette take a
+name or the class and call :func:`lookup` once, at their first line. Names still travel where a
+value crosses to a Dask worker (a candidate, a sweep point, a shard's task: a user's script is
+installed there first).
 """
 
 from __future__ import annotations

@@ -75,6 +75,7 @@ __all__ = [
     "echomq_keys",
     "script_names",
     "command_names",
+    "register",
 ]
 
 #: Every algorithm, in the order charts and tables show them.
@@ -118,6 +119,13 @@ REFERENCES: Mapping[str, type[Reference]] = _View("reference")
 BULK: Mapping[str, BulkKernel] = _View("bulk", BulkDecider)
 
 
+def register(cls: type[Limiter]) -> type[Limiter]:
+    """Add ``cls`` to the registry under its own name (replacing one of that name); returns it.
+    Everything that reads the registry sees it from then on, in this process."""
+    ALGORITHMS[cls.name] = cls
+    return cls
+
+
 def script_names() -> tuple[str, ...]:
     """Every script the registered algorithms run, each once."""
     return tuple(dict.fromkeys(s for cls in ALGORITHMS.values() for s in cls.scripts))
@@ -130,7 +138,7 @@ def command_names(algorithm: str) -> tuple[str, ...]:
 
 def _import_named_modules() -> None:
     """Import the modules named in ``SIMULATOR_ALGORITHMS``; each adds its algorithm itself
-    (``scripts.add(name, source)`` and ``ALGORITHMS[cls.name] = cls``). One that cannot be
+    (``scripts.add(name, source)`` and ``register(cls)``). One that cannot be
     found is a :class:`~simulator.checks.ConfigError` naming the variable and the module; on
     the command line, one line and exit status 2."""
     named = os.environ.get("SIMULATOR_ALGORITHMS", "")

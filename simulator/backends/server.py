@@ -183,13 +183,11 @@ class RedisBackend(StuckScripts, Backend):
 
     def stream(self, batches: Iterable[Sequence[Call]], depth: int = 2) -> Iterator[list[Any]]:
         pool = self.client.connection_pool
-        in_flight: deque[Sequence[Call]] = deque()
-        done: Sequence[Call] | None = None  # the batch whose replies are being read
+        sent = _InFlight()
         try:
             conn = pool.get_connection()
         except _SERVER_ERRORS as exc:
             raise BackendError(f"backend {self.name} failed: {exc}") from exc
-        waiting = 0  # entries this stream put on _WAITING
         try:
             conn.connect()
             replies = wire.Replies(conn)
@@ -198,51 +196,73 @@ class RedisBackend(StuckScripts, Backend):
                     yield []
                     continue
                 if self.unproven and any(c[0].name in self.unproven for c in batch):
-                    while in_flight:  # what was pipelined before is answered first
-                        done = in_flight.popleft()
-                        yield self._settle(done, replies.read(len(done)), replies.failed)
-                        done = None
-                    answered: list[Any] = []
-                    for call in batch:  # each alone, within its deadline
-                        done = [call]
-                        answered += self._alone(conn, replies, call)
-                        done = None
-                    yield answered
+                    yield from self._one_by_one(conn, replies, sent, batch)
                     continue
-                if self.foreign and not waiting:
-                    _WAITING.append(
-                        f"backend {self.name}: interrupted; the calls already sent finish on "
-                        "the server (each ends within its budget), nothing more is sent"
-                    )
-                    waiting = 1
-                wire.send(conn, batch)
-                in_flight.append(batch)
-                if len(in_flight) >= depth:
-                    done = in_flight.popleft()
-                    got = replies.read(len(done))
-                    yield self._settle(done, got, replies.failed)
-                    done = None
-            while in_flight:
-                done = in_flight.popleft()
-                got = replies.read(len(done))
-                yield self._settle(done, got, replies.failed)
-                done = None
+                self._send(conn, sent, batch)
+                if len(sent.batches) >= depth:
+                    yield self._answer_oldest(replies, sent)
+            while sent.batches:
+                yield self._answer_oldest(replies, sent)
         except _TIMEOUTS as exc:
             # A call took longer than the client waits: a script stuck in a loop, most likely.
             # Nothing more is sent; the stuck script is killed, the calls in flight answered.
-            if done is None:
-                in_flight.append(())
+            if sent.reading is None:
+                sent.batches.append(())
                 raise BackendError(f"backend {self.name} failed: {exc}") from exc
-            batches = [done, *in_flight]
-            in_flight.clear()
-            in_flight.append(())  # the connection is dropped afterwards, whatever was read
+            batches = [sent.reading, *sent.batches]
+            sent.batches.clear()
+            sent.batches.append(())  # the connection is dropped afterwards, whatever was read
             yield from self._drain(replies, batches, exc)
         except _SERVER_ERRORS as exc:
-            in_flight.append(())  # the connection's state is unknown now
+            sent.batches.append(())  # the connection's state is unknown now
             raise BackendError(f"backend {self.name} failed: {exc}") from exc
         finally:
-            if waiting:
+            if sent.announced:
                 _WAITING.pop()
-            if in_flight:  # replies left unread (an error, or the caller stopped early)
+            if sent.batches:  # replies left unread (an error, or the caller stopped early)
                 conn.disconnect()
             pool.release(conn)
+
+    def _send(self, conn: Any, sent: _InFlight, batch: Sequence[Call]) -> None:
+        """Send ``batch`` pipelined; on a server the program did not start, the first batch
+        sent puts the line an interruption prints on ``_WAITING`` (once per stream)."""
+        if self.foreign and not sent.announced:
+            _WAITING.append(
+                f"backend {self.name}: interrupted; the calls already sent finish on "
+                "the server (each ends within its budget), nothing more is sent"
+            )
+            sent.announced = True
+        wire.send(conn, batch)
+        sent.batches.append(batch)
+
+    def _answer_oldest(self, replies: wire.Replies, sent: _InFlight) -> list[Any]:
+        """The replies of the oldest batch in flight, read (and settled) now."""
+        sent.reading = sent.batches.popleft()
+        got = self._settle(sent.reading, replies.read(len(sent.reading)), replies.failed)
+        sent.reading = None
+        return got
+
+    def _one_by_one(
+        self, conn: Any, replies: wire.Replies, sent: _InFlight, batch: Sequence[Call]
+    ) -> Iterator[list[Any]]:
+        """A batch with a script not yet shown to answer in time: what was pipelined before is
+        answered first, then each call goes alone, within its deadline."""
+        while sent.batches:
+            yield self._answer_oldest(replies, sent)
+        answered: list[Any] = []
+        for call in batch:
+            sent.reading = [call]
+            answered += self._alone(conn, replies, call)
+            sent.reading = None
+        yield answered
+
+
+class _InFlight:
+    """A stream's batches sent and not yet answered, and the one whose replies are being read
+    (what a read that times out was waiting for), and whether it put its line on
+    ``_WAITING``."""
+
+    def __init__(self) -> None:
+        self.batches: deque[Sequence[Call]] = deque()
+        self.reading: Sequence[Call] | None = None
+        self.announced = False

@@ -174,29 +174,8 @@ class StuckScripts:
         if self.foreign:  # nothing is killed on a server the program did not start
             stuck = calls[len(got)] if len(got) < len(calls) else calls[-1]
             raise self._stop_script(stuck[0], stuck[1], exc, behind=0)
-        said: str | None = "killed"
-        while len(got) < len(calls):
-            said = self._kill()
-            if said != "killed":
-                break
-            try:
-                got += replies.read(len(calls) - len(got))
-            except _TIMEOUTS:
-                got += replies.partial  # the next one loops too
-            except _SERVER_ERRORS:
-                break
-        stops = [
-            i
-            for i, r in enumerate(got)
-            if isinstance(r, redis.exceptions.ResponseError) and "killed" in str(r).lower()
-        ]
-        if not stops and len(got) == len(calls):
-            raise BackendError(f"backend {self.name} failed: {exc}") from exc
-        if len(got) < len(calls):  # the rest unanswered: the first of them held the server
-            if said is None and not stops:
-                raise BackendError(f"backend {self.name} failed: {exc}") from exc
-            stops.append(len(got))
-            got += [None] * (len(calls) - len(got))
+        said = self._read_killing(replies, len(calls), got)
+        stops = self._stopped_at(got, len(calls), said, exc)
         stuck = calls[stops[0]]
         stop = self._limit_error(stuck[0], stuck[1], "unkillable" if said == "unkillable" else "")
         for i in stops:
@@ -208,3 +187,40 @@ class StuckScripts:
             if stop in part:
                 break
         raise stop
+
+    def _read_killing(self, replies: wire.Replies, expected: int, got: list[Any]) -> str | None:
+        """Kill the script holding the server and read on into ``got`` until ``expected``
+        replies are in, killing each next one that loops; what the last kill said (None: no
+        script was running, ``"unkillable"``: one that has written)."""
+        said: str | None = "killed"
+        while len(got) < expected:
+            said = self._kill()
+            if said != "killed":
+                break
+            try:
+                got += replies.read(expected - len(got))
+            except _TIMEOUTS:
+                got += replies.partial  # the next one loops too
+            except _SERVER_ERRORS:
+                break
+        return said
+
+    def _stopped_at(
+        self, got: list[Any], expected: int, said: str | None, exc: BaseException
+    ) -> list[int]:
+        """The positions of the calls a kill stopped (the first unanswered one too, which held
+        the server), ``got`` filled up to ``expected`` with None; a BackendError when no script
+        was to blame (the server itself slow or gone)."""
+        stops = [
+            i
+            for i, r in enumerate(got)
+            if isinstance(r, redis.exceptions.ResponseError) and "killed" in str(r).lower()
+        ]
+        if not stops and len(got) == expected:
+            raise BackendError(f"backend {self.name} failed: {exc}") from exc
+        if len(got) < expected:  # the rest unanswered: the first of them held the server
+            if said is None and not stops:
+                raise BackendError(f"backend {self.name} failed: {exc}") from exc
+            stops.append(len(got))
+            got += [None] * (expected - len(got))
+        return stops

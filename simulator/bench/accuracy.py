@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from simulator.algorithms import REFERENCES
+from simulator.algorithms import SlidingCounter
 from simulator.bench.timing import best_of
 from simulator.fastref import decide_bulk
 from simulator.studies.accuracy import exact_before
@@ -28,7 +28,7 @@ def bench_accuracy(decisions: int = 10_000, out: Callable[[str], None] = print) 
     def rate(fn: Callable[[], object], count: int, repeat: int = 3) -> float:
         return count / best_of({"run": fn}, repeat)["run"][0]
 
-    bulk = decide_bulk("sliding_counter", codes, t_ms, f.limit, f.window_ms)
+    bulk = decide_bulk(SlidingCounter, codes, t_ms, f.limit, f.window_ms)
     rates = {
         "exact counts, trace in time order": rate(
             lambda: exact_before(codes, t_ms, bulk.allowed, f.window_ms), n
@@ -37,12 +37,12 @@ def bench_accuracy(decisions: int = 10_000, out: Callable[[str], None] = print) 
             lambda: exact_before(codes, t_ms, bulk.allowed, f.window_ms, order=bulk.order), n
         ),
         "bulk reference, sliding_counter": rate(
-            lambda: decide_bulk("sliding_counter", codes, t_ms, f.limit, f.window_ms), n
+            lambda: decide_bulk(SlidingCounter, codes, t_ms, f.limit, f.window_ms), n
         ),
     }
     k = min(n, 100_000)
     names = trace["client"].astype(str).tolist()[:k]
-    ref = REFERENCES["sliding_counter"](f.limit, f.window_ms)
+    ref = SlidingCounter.reference(f.limit, f.window_ms)
     rates["oracle (reference.py), sliding_counter"] = rate(
         lambda: [ref.decide(c, t) for c, t in zip(names, t_ms[:k].tolist(), strict=True)], k, 1
     )

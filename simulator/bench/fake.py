@@ -22,7 +22,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.backends import FakeRedisBackend
 from simulator.backends.fakeserver import plain_scripts
 from simulator.bench.timing import best_of
@@ -35,9 +35,9 @@ LIMIT, WINDOW_MS = 100, 60_000
 REPEAT = 3
 
 
-def _calls(algorithm: str, decisions: int) -> list[tuple[int, Call]]:
+def _calls(algorithm: type[Limiter], decisions: int) -> list[tuple[int, Call]]:
     """``(now_ms, call)`` per decision: 50 clients at 10 requests/s each."""
-    limiter = ALGORITHMS[algorithm](FakeRedisBackend(), LIMIT, WINDOW_MS)
+    limiter = algorithm(FakeRedisBackend(), LIMIT, WINDOW_MS)
     calls = []
     for k in range(decisions):
         now = (k // CLIENTS) * 100 + k % CLIENTS
@@ -85,8 +85,8 @@ def bench_fake(
         f"{'vs stock':>9}  same replies"
     )
     rows: list[dict[str, object]] = []
-    for algorithm in ALGORITHMS:
-        calls = _calls(algorithm, decisions)
+    for algorithm, cls in ALGORITHMS.items():
+        calls = _calls(cls, decisions)
         ways = ("stock", "repaired", "project")
         timed = best_of(
             {way: partial(_run, calls, way) for way in ways}, REPEAT, clock=time.process_time

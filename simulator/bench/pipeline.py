@@ -25,13 +25,12 @@ limiter has (calls packed one by one with hiredis, replies parsed one by one int
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -39,8 +38,8 @@ import pandas as pd
 from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.backends import RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
-from simulator.bench.model import registered
 from simulator.bench.servers import CLIENTS, LIMIT, REQUESTS_PER_MS, WINDOW_MS, server_trace
+from simulator.engine.realtime import runs_on_real_time
 from simulator.playback.run import PIPELINE_CALLS, replay
 from simulator.records import DecisionColumns
 
@@ -77,7 +76,7 @@ def generic(cls: type[Limiter]) -> type[Limiter]:
 
 
 def _turn(
-    server: EmbeddedValkey, backend: RedisBackend, trace: pd.DataFrame, algorithm: str
+    server: EmbeddedValkey, backend: RedisBackend, trace: pd.DataFrame, algorithm: type[Limiter]
 ) -> tuple[float, float, float, float, pd.DataFrame]:
     """Wall seconds of one replay, the server's seconds on a core and waiting for one, and
     this process's (the client's) CPU seconds."""
@@ -112,13 +111,13 @@ def bench_pipeline(
     with EmbeddedValkey() as server:
         backend = RedisBackend(server.client(), "valkey")
         for algorithm, cls in ALGORITHMS.items():
-            if cls.uses_server_time:
+            if runs_on_real_time(backend, cls):
                 continue
             best: dict[str, tuple[float, float, float, float, pd.DataFrame]] = {}
             for _ in range(REPEAT):  # the two ways take turns
                 for way in ("template", "generic"):
-                    with registered(algorithm, generic(cls)) if way == "generic" else _as_is():
-                        got = _turn(server, backend, trace, algorithm)
+                    variant = generic(cls) if way == "generic" else cls
+                    got = _turn(server, backend, trace, variant)
                     if way not in best or got[0] < best[way][0]:
                         best[way] = got
             wall_s, busy_s, wait_s, client_s, frame = best["template"]
@@ -149,11 +148,6 @@ def bench_pipeline(
         backend.close()
     bench_memory(decisions, out)
     return rows
-
-
-@contextlib.contextmanager
-def _as_is() -> Iterator[None]:
-    yield
 
 
 def _resident_mb() -> tuple[float, float]:

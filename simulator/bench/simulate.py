@@ -19,11 +19,12 @@ from functools import partial
 
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.backends import Backend, FakeRedisBackend, RedisBackend
 from simulator.backends.embedded import EmbeddedValkey
-from simulator.bench.model import in_python, registered
+from simulator.bench.model import in_python
 from simulator.bench.timing import best_of
+from simulator.engine.realtime import runs_on_real_time
 from simulator.engine.run import simulate
 from simulator.engine.scenario import Poisson, Scenario
 from simulator.playback.run import replay
@@ -39,10 +40,10 @@ SCALE = 5
 DECISION = ["client", "t_ms", "allowed", "count", "limit", "remaining", "reset_ms"]
 
 
-def _scenario(algorithm: str, decisions: int) -> Scenario:
+def _scenario(algorithm: type[Limiter], decisions: int) -> Scenario:
     duration_ms = decisions / (CLIENTS * RATE_PER_S) * 1000
     clients = tuple(Poisson(f"user{i}", rate_per_s=RATE_PER_S) for i in range(CLIENTS))
-    return Scenario(algorithm, LIMIT, WINDOW_MS, duration_ms, clients, seed=2)
+    return Scenario(algorithm, LIMIT, WINDOW_MS, duration_ms, clients, seed=2)  # type: ignore[arg-type]
 
 
 def _on(backend: Callable[[], Backend], scenario: Scenario, pipelined: bool) -> pd.DataFrame:
@@ -69,12 +70,12 @@ def bench_simulate(
     with EmbeddedValkey() as server:
         valkey = RedisBackend(server.client(), "valkey")
         for algorithm, cls in ALGORITHMS.items():
-            if cls.uses_server_time or not cls.scripts:  # no script (a server's own command)
+            # real time on a real server, or no script (a server's own command)
+            if runs_on_real_time(valkey, cls) or not cls.scripts:
                 continue
-            with registered(algorithm, in_python(cls)):  # the scenario resolves it when made
-                alone = partial(simulate, _scenario(algorithm, n))
-                model_s, _ = best_of({"model": alone}, REPEAT)["model"]
-            scenario = _scenario(algorithm, n)
+            alone = partial(simulate, _scenario(in_python(cls), n))  # its policy holds the variant
+            model_s, _ = best_of({"model": alone}, REPEAT)["model"]
+            scenario = _scenario(cls, n)
             first = simulate(scenario)
             trace = first[["t_ms", "client"]]
             runs = {
@@ -82,7 +83,7 @@ def bench_simulate(
                 "fake piped": partial(_on, FakeRedisBackend, scenario, True),
                 "valkey 1x1": partial(_on, lambda: valkey, scenario, False),
                 "valkey piped": partial(_on, lambda: valkey, scenario, True),
-                "replay": partial(replay, trace, algorithm, LIMIT, WINDOW_MS, valkey),
+                "replay": partial(replay, trace, cls, LIMIT, WINDOW_MS, valkey),
             }
             timed = best_of(runs, REPEAT, before=valkey.client.flushdb)
             made = len(first)

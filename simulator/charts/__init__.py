@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.palette import ROLE_COLOURS, check_colours
+from simulator.policy import lookup
 
 __all__ = [
     "PALETTE",
@@ -32,8 +33,9 @@ class _Palette(Mapping[str, str]):
 
     def __getitem__(self, name: str) -> str:
         check_colours({n: cls.colour for n, cls in ALGORITHMS.items()}, ROLE_COLOURS)
-        cls = ALGORITHMS.get(name)
-        return cls.colour if cls is not None else ROLE_COLOURS[name]
+        if name not in ALGORITHMS:
+            return ROLE_COLOURS[name]
+        return lookup(name, owner="PALETTE").colour  # the class carries its colour
 
     def __iter__(self) -> Iterator[str]:
         return iter([*ALGORITHMS, *ROLE_COLOURS])
@@ -44,7 +46,9 @@ class _Palette(Mapping[str, str]):
 
 class _Labels(Mapping[str, str]):
     def __getitem__(self, name: str) -> str:
-        return ALGORITHMS[name].label
+        if name not in ALGORITHMS:
+            raise KeyError(name)
+        return lookup(name, owner="LABELS").label  # the class carries its label
 
     def __iter__(self) -> Iterator[str]:
         return iter(ALGORITHMS)

@@ -105,7 +105,7 @@ def _choose(
 ) -> tuple[list[str], list[str], str | None]:
     """The algorithms that run, those skipped for real time too long, and the line about those
     whose command this server lacks."""
-    from simulator.engine.realtime import needs_real_time
+    from simulator.engine.realtime import runs_on_real_time
 
     lacking, lacking_line = without_commands(list(ALGORITHMS), backend)
     print_time_notes([a for a in ALGORITHMS if a not in lacking], backend)
@@ -113,7 +113,7 @@ def _choose(
     for a in ALGORITHMS:
         if a in lacking:
             continue
-        if needs_real_time(backend, ALGORITHMS[a]) and span_s > args.max_realtime:
+        if runs_on_real_time(backend, ALGORITHMS[a]) and span_s > args.max_realtime:
             skipped.append(a)
         else:
             chosen.append(a)

@@ -97,7 +97,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         stop_between_pipelines,
     )
     from simulator.cli.tally import ReplayTally
-    from simulator.engine.realtime import needs_real_time
+    from simulator.engine.realtime import runs_on_real_time
     from simulator.playback.output import HeaderColumns
     from simulator.playback.run import Streaming, replay_requests
     from simulator.playback.scan import scan_trace
@@ -115,7 +115,10 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                 raise UsageError(lacking)
             print_time_notes([args.algorithm], backend)
             span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
-            if needs_real_time(backend, ALGORITHMS[args.algorithm]) and span_s > args.max_realtime:
+            if (
+                runs_on_real_time(backend, ALGORITHMS[args.algorithm])
+                and span_s > args.max_realtime
+            ):
                 raise UsageError(
                     f"{args.algorithm} on {args.backend} runs on real time and this trace spans "
                     f"{span_s:,.1f} s (over --max-realtime {args.max_realtime:g}); replay it on "

@@ -38,6 +38,7 @@ from simulator.comparison.scorecard import (
 from simulator.comparison.server import on_server
 from simulator.comparison.spec import Candidate, resolve_candidates
 from simulator.comparison.split import MAX_SHARDS, SplitTrace, split_trace
+from simulator.engine.realtime import runs_on_real_time
 
 __all__ = ["compare", "Listeners", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
 
@@ -160,9 +161,9 @@ def _check_runnable(everyone: Sequence[Candidate], shards: int, backend: Any) ->
             why = not_per_client(c.policy.algorithm)
             if why is not None:
                 raise ConfigError(f"compare.shards: {why}")
-    if backend is not None and not backend.virtual_time:
+    if backend is not None:
         for c in everyone:
-            if c.policy.algorithm.uses_server_time:
+            if runs_on_real_time(backend, c.policy):
                 raise ConfigError(
                     f"{c.name}: {c.algorithm}'s window is the key's TTL, so on a real server it "
                     "runs on real time; compare it on fakeredis (the virtual clock)"

@@ -33,7 +33,7 @@ from simulator.engine.realtime import (
     ServerClockWarning,
     environment_for,
     late_ms,
-    needs_real_time,
+    runs_on_real_time,
 )
 from simulator.engine.scenario import Scenario
 from simulator.engine.traffic import draw_costs
@@ -108,7 +108,7 @@ def simulate_whole(
     # The log's columns, appended to directly: this is the hot path of every simulated request.
     clients, times, decisions, weights = log.clients, log.t_ms, log.decisions, log.costs
     late: list[float] = []
-    realtime = needs_real_time(backend, policy.algorithm)
+    realtime = runs_on_real_time(backend, policy)
     watch = ExpiryWatch(scenario.window_ms) if not backend.virtual_time and not realtime else None
 
     def ask(client: str, cost: int = 1) -> Decision:
@@ -231,7 +231,7 @@ def pipelines_fit(scenario: Scenario, backend: Backend, instants: object = None)
         instants is None
         and (algorithm.vetted or backend.virtual_time)
         and not any(reacts(spec) for spec in scenario.clients)
-        and not needs_real_time(backend, scenario.policy.algorithm)
+        and not runs_on_real_time(backend, scenario.policy)
     )
 
 

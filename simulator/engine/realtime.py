@@ -20,12 +20,14 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Mapping
+from typing import Protocol
 
 import simpy
 import simpy.rt
 
 from simulator.algorithms import ALGORITHMS, Limiter
 from simulator.backends import Backend
+from simulator.policy import Policy
 
 __all__ = [
     "server_time_free",
@@ -34,7 +36,7 @@ __all__ = [
     "ServerClockWarning",
     "ExpiryWatch",
     "VirtualEnvironment",
-    "needs_real_time",
+    "runs_on_real_time",
     "environment_for",
     "late_ms",
     "time_note",
@@ -62,9 +64,21 @@ class ServerClockWarning(UserWarning):
     """A run on a real server was slow enough that key expiry may have changed a decision."""
 
 
-def needs_real_time(backend: Backend, algorithm: type[Limiter]) -> bool:
-    """True when ``algorithm`` on ``backend`` must run on real time to be right."""
-    return not backend.virtual_time and algorithm.uses_server_time
+class Clocked(Protocol):
+    """A backend, or the spec of one: whose clock its keys expire by."""
+
+    @property
+    def virtual_time(self) -> bool: ...
+
+
+def runs_on_real_time(backend: Clocked, algorithm: Policy | type[Limiter]) -> bool:
+    """True when ``algorithm`` (a Policy or its Limiter class) on ``backend`` (a backend or its
+    spec) must run on real time to be right: its window is a key's TTL, counted by the server's
+    clock, and that clock is the wall clock (any server but the fake one). The one place this
+    is worked out: the model, the replay, the CLI's limits on real time, the comparison and the
+    explorer all ask here."""
+    cls = algorithm.algorithm if isinstance(algorithm, Policy) else algorithm
+    return not backend.virtual_time and cls.uses_server_time
 
 
 class VirtualEnvironment(simpy.Environment):
@@ -90,7 +104,7 @@ def environment_for(
     backend: Backend, algorithm: type[Limiter], initial_time: int = 0
 ) -> simpy.Environment:
     """A virtual-time environment, or a real-time one (1 ms per ms) where the server's clock rules."""
-    if needs_real_time(backend, algorithm):
+    if runs_on_real_time(backend, algorithm):
         return simpy.rt.RealtimeEnvironment(initial_time, factor=RT_FACTOR, strict=False)
     return VirtualEnvironment(initial_time)
 
@@ -108,7 +122,7 @@ def time_note(algorithm: type[Limiter], backend: Backend) -> str:
     name = algorithm.name
     if backend.virtual_time:
         return f"{name} on {backend.name}: simulated time (the server's clock follows it)"
-    if algorithm.uses_server_time:
+    if runs_on_real_time(backend, algorithm):
         return (
             f"{name} on {backend.name}: REAL TIME - its window is the key's TTL on the "
             "server's clock, so the run goes at wall-clock speed"

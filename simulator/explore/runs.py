@@ -32,6 +32,7 @@ from simulator.backends import Backend
 from simulator.backends.direct import DirectFakeBackend
 from simulator.backends.specs import resolve_spec
 from simulator.checks import ConfigError
+from simulator.engine.realtime import runs_on_real_time
 from simulator.explore.job import (
     EXACT,
     Cancelled,
@@ -232,10 +233,7 @@ class Runner:
         skipped: dict[str, str] = {}
         missing: list[str] = []
         for algorithm, policy in settings.policies.items():
-            if (
-                not resolve_spec(settings.backend).virtual_time
-                and policy.algorithm.uses_server_time
-            ):
+            if runs_on_real_time(resolve_spec(settings.backend), policy):
                 skipped[algorithm] = (
                     f"{algorithm}: its window is the key's TTL, so on a real server it runs on "
                     "real time; choose fakeredis to see it"

@@ -30,7 +30,7 @@ from simulator.engine.realtime import (
     ExpiryWatch,
     ServerClockWarning,
     environment_for,
-    needs_real_time,
+    runs_on_real_time,
 )
 from simulator.playback.pipelines import Progress, pieces, replay_process
 from simulator.playback.traces import Requests, exact_t_ms
@@ -78,7 +78,7 @@ def _replay_requests(
     env = environment_for(backend, policy.algorithm, initial_time=t0)
     backend.follow(lambda: env.now)
     limiter = policy.limiter(backend)
-    realtime = needs_real_time(backend, policy.algorithm)
+    realtime = runs_on_real_time(backend, policy)
     size = max(1, pipeline or PIPELINE_CALLS)
     # The fake server's clock is env.now: its batches must not span milliseconds; nor may the
     # real server's on real time. Elsewhere the server's clock does not matter.

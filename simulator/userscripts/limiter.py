@@ -23,13 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import ALGORITHMS, register
 from simulator.algorithms.base import Limiter, MemoryModel, Param, ServerTime
 from simulator.algorithms.palette import CANDIDATES, ROLE_COLOURS, free_colour
 from simulator.algorithms.scripts import add
 from simulator.backends import FakeRedisBackend, ScriptError
 from simulator.checks import ConfigError
 from simulator.keys import hash_tag
+from simulator.policy import lookup
 from simulator.records import Decision
 from simulator.userscripts.declaration import (
     Declaration,
@@ -149,36 +150,15 @@ class UserScript(Limiter):
 
     def parse(self, reply: Any) -> Decision:  # type: ignore[override]
         self._check_writes()
-        d, path = self.declaration, self.path
+        d = self.declaration
         if isinstance(reply, ScriptError):
             raise self.failure(reply)
         if not isinstance(reply, list):
             raise UserScriptError(
-                f"{path}: the reply must be a table (a Lua array), got {reply!r}; "
+                f"{self.path}: the reply must be a table (a Lua array), got {reply!r}; "
                 f"reply.allowed says element {d.reply['allowed']}"
             )
-        fields: dict[str, float] = {}
-        for name, at in d.reply.items():
-            if at > len(reply):
-                raise UserScriptError(
-                    f"{path}: reply element {at} ({name}) is missing: the reply has "
-                    f"{len(reply)} element(s): {reply!r} (a Lua nil ends the array there: "
-                    "return a number for every declared element, 0 for refused)"
-                )
-            value = reply[at - 1]
-            if value is None and name == "allowed":
-                value = 0  # Lua false arrives as nil: refused
-            try:
-                number = float(value.decode() if isinstance(value, bytes) else value)
-            except (TypeError, ValueError):
-                number = math.nan
-            if math.isnan(number) or (name == "allowed" and number not in (0, 1)):
-                want = "0 or 1" if name == "allowed" else "a number"
-                raise UserScriptError(
-                    f"{path}: reply element {at} ({name}) is {value!r}, not {want} "
-                    f"(reply: {reply!r})"
-                )
-            fields[name] = number
+        fields = {name: self._element(reply, name, at) for name, at in d.reply.items()}
         allowed = fields["allowed"] == 1
         scale = {"ms": 1, "s": 1000}
         reset = fields.get("reset")
@@ -193,6 +173,30 @@ class UserScript(Limiter):
             if allowed
             else (-1 if retry is None else math.ceil(retry * scale[d.retry_after_unit])),
         )
+
+    def _element(self, reply: list[Any], name: str, at: int) -> float:
+        """Reply element ``at`` (1-based, as the declaration says it) as the number ``name``
+        is; a missing or wrong one is the script's error, naming the element."""
+        if at > len(reply):
+            raise UserScriptError(
+                f"{self.path}: reply element {at} ({name}) is missing: the reply has "
+                f"{len(reply)} element(s): {reply!r} (a Lua nil ends the array there: "
+                "return a number for every declared element, 0 for refused)"
+            )
+        value = reply[at - 1]
+        if value is None and name == "allowed":
+            value = 0  # Lua false arrives as nil: refused
+        try:
+            number = float(value.decode() if isinstance(value, bytes) else value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if math.isnan(number) or (name == "allowed" and number not in (0, 1)):
+            want = "0 or 1" if name == "allowed" else "a number"
+            raise UserScriptError(
+                f"{self.path}: reply element {at} ({name}) is {value!r}, not {want} "
+                f"(reply: {reply!r})"
+            )
+        return number
 
     @classmethod
     def failure(cls, exc: ScriptError) -> UserScriptError:
@@ -232,10 +236,10 @@ def user_failure(exc: ScriptError) -> UserScriptError | None:
     """``exc`` as its script's own message, when a user's script failed (a study that sends
     calls in bulk sees only the server's error); None for any other script."""
     match = re.match(r"script user:(\S+) failed", str(exc))
-    cls = ALGORITHMS.get(match.group(1)) if match else None
-    if cls is None or not issubclass(cls, UserScript):
+    if match is None or match.group(1) not in ALGORITHMS:
         return None
-    return cls.failure(exc)
+    cls = lookup(match.group(1))  # the server's message names the script: looked up once
+    return cls.failure(exc) if issubclass(cls, UserScript) else None
 
 
 def _server_said(exc: Exception) -> str:
@@ -264,8 +268,7 @@ def register_script(
     path = Path(path)
     source = read_text(path)
     name = check_name(name or path.stem.lower().replace("-", "_"), str(path))
-    existing = ALGORITHMS.get(name)
-    if existing is not None and not issubclass(existing, UserScript):
+    if name in ALGORITHMS and not issubclass(lookup(name), UserScript):
         raise DeclarationError(f"{path}: {name!r} is a built-in algorithm; give another name")
     decl = read_declaration(path, source, None if declaration is None else Path(declaration))
     _compile_check(path, source)
@@ -321,7 +324,7 @@ def install_script(
             "memory": MemoryModel(lambda limit, key: 0),
         },
     )
-    ALGORITHMS[name] = cls
+    register(cls)
     return cls
 
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import Limiter
 from simulator.checks import ConfigError
+from simulator.policy import lookup
 from simulator.studies.production.common import USER, Clock, arrivals, check_setup, max_in_window
 
 __all__ = [
@@ -50,14 +51,12 @@ class CacheSetup:
         check_setup("CacheSetup", self, ints, ("rate_per_s",))
 
 
-def deny_cache_run(setup: CacheSetup, algorithm: str) -> pd.DataFrame:
+def deny_cache_run(setup: CacheSetup, algorithm: str | type[Limiter]) -> pd.DataFrame:
     """One row per request: ``allowed`` with each app server's deny cache, ``called`` (the
     server was asked), and ``uncached`` (the decision without the cache, on a server of its
     own that sees every request)."""
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(ALGORITHMS)}")
+    cls = lookup(algorithm)
     arr = arrivals(setup.rate_per_s, setup.duration_ms, setup.servers, setup.seed)
-    cls = ALGORITHMS[algorithm]
     clock, plain_clock = Clock(), Clock()
     cached = cls(clock.backend(), setup.limit, setup.window_ms)
     plain = cls(plain_clock.backend(), setup.limit, setup.window_ms)
@@ -75,7 +74,7 @@ def deny_cache_run(setup: CacheSetup, algorithm: str) -> pd.DataFrame:
             until[s] = t + d.retry_after_ms
         rows.append((t, s, d.allowed, True, uncached))
     frame = pd.DataFrame(rows, columns=["t_ms", "server", "allowed", "called", "uncached"])
-    return frame.assign(algorithm=algorithm)
+    return frame.assign(algorithm=cls.name)
 
 
 def deny_cache_summary(frames: pd.DataFrame) -> pd.DataFrame:
@@ -99,16 +98,19 @@ def deny_cache_summary(frames: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def lease_run(setup: CacheSetup, lease: int, algorithm: str = "sliding_log") -> pd.DataFrame:
+def lease_run(
+    setup: CacheSetup, lease: int, algorithm: str | type[Limiter] = "sliding_log"
+) -> pd.DataFrame:
     """One row per request with allowances of ``lease`` requests per call: ``allowed`` and
     ``called`` (this request asked the server for a new allowance)."""
+    cls = lookup(algorithm)
     if not 1 <= lease <= setup.limit:
         raise ConfigError(
             f"lease: must be an integer from 1 to the limit {setup.limit}, got {lease}"
         )
     arr = arrivals(setup.rate_per_s, setup.duration_ms, setup.servers, setup.seed)
     clock = Clock()
-    limiter = ALGORITHMS[algorithm](clock.backend(), setup.limit, setup.window_ms)
+    limiter = cls(clock.backend(), setup.limit, setup.window_ms)
     left = [0] * setup.servers
     rows = []
     for t, s in zip(arr.t_ms.tolist(), arr.server.tolist(), strict=True):
@@ -122,7 +124,7 @@ def lease_run(setup: CacheSetup, lease: int, algorithm: str = "sliding_log") -> 
             left[s] = lease - 1
         rows.append((t, s, granted, True))
     frame = pd.DataFrame(rows, columns=["t_ms", "server", "allowed", "called"])
-    return frame.assign(lease=lease, algorithm=algorithm)
+    return frame.assign(lease=lease, algorithm=cls.name)
 
 
 def lease_summary(frames: pd.DataFrame, setup: CacheSetup) -> pd.DataFrame:

@@ -15,15 +15,26 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import (
+    ALGORITHMS,
+    EchoMQ,
+    FixedWindow,
+    IncrexFirstHit,
+    IncrexGrid,
+    Limiter,
+)
 from simulator.backends.fakeserver import counted_commands
 from simulator.checks import check_int
+from simulator.policy import lookup
 from simulator.studies.production.common import MAX_REQUESTS, Clock, check_setup
 
 __all__ = ["NativeSetup", "PAIRS", "native_run", "native_summary", "operations"]
 
 #: Each INCREX algorithm and the Lua script it is compared with.
-PAIRS = (("increx", "echomq"), ("increx_grid", "fixed_window"))
+PAIRS: tuple[tuple[type[Limiter], type[Limiter]], ...] = (
+    (IncrexFirstHit, EchoMQ),
+    (IncrexGrid, FixedWindow),
+)
 
 
 @dataclass(frozen=True)
@@ -66,8 +77,8 @@ def native_run(setup: NativeSetup = NativeSetup()) -> pd.DataFrame:
     for native, lua in PAIRS:
         clock = Clock()
         backend = clock.backend()
-        a = ALGORITHMS[native](backend, setup.limit, setup.window_ms)
-        b = ALGORITHMS[lua](backend, setup.limit, setup.window_ms)
+        a = native(backend, setup.limit, setup.window_ms)
+        b = lua(backend, setup.limit, setup.window_ms)
         rows = []
         for t, c, k in trace.itertuples(index=False):
             clock.t_ms = t
@@ -77,7 +88,8 @@ def native_run(setup: NativeSetup = NativeSetup()) -> pd.DataFrame:
             rows,
             columns=["t_ms", "client", "cost", "native", "lua", "native_count", "lua_count"],
         )
-        out.append(f.assign(pair=f"{native} / {lua}", native_algorithm=native, lua_algorithm=lua))
+        names = {"native_algorithm": native.name, "lua_algorithm": lua.name}
+        out.append(f.assign(pair=f"{native.name} / {lua.name}", **names))
     return pd.concat(out, ignore_index=True)
 
 
@@ -103,20 +115,22 @@ def native_summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def operations(
-    setup: NativeSetup = NativeSetup(), algorithms: tuple[str, ...] = ()
+    setup: NativeSetup = NativeSetup(), algorithms: tuple[str | type[Limiter], ...] = ()
 ) -> pd.DataFrame:
     """Per algorithm: server commands per decision on the fake server over the same requests
-    (a script call counts one, and each ``redis.call`` in it one more); one round trip each."""
+    (a script call counts one, and each ``redis.call`` in it one more); one round trip each.
+    No ``algorithms``: every one registered."""
     trace = _trace(setup)
     rows = []
-    for name in algorithms or tuple(ALGORITHMS):
+    classes = [lookup(a, owner="operations.algorithms") for a in algorithms]
+    for cls in classes or list(ALGORITHMS.values()):
         clock = Clock()
-        limiter = ALGORITHMS[name](clock.backend(), setup.limit, setup.window_ms)
+        limiter = cls(clock.backend(), setup.limit, setup.window_ms)
         limiter.backend.client.ping()  # the connection's own handshake is not a decision's
         with counted_commands() as count:
             for t, c, k in trace.itertuples(index=False):
                 clock.t_ms = t
                 limiter.decide(c, t, k)
-        rows.append({"algorithm": name, "decisions": len(trace), "commands": count.commands})
+        rows.append({"algorithm": cls.name, "decisions": len(trace), "commands": count.commands})
     f = pd.DataFrame(rows)
     return f.assign(commands_per_decision=f["commands"] / f["decisions"])

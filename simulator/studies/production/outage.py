@@ -20,8 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS, REFERENCES
+from simulator.algorithms import EchoMQ
 from simulator.checks import ConfigError
+from simulator.policy import lookup
 from simulator.studies.production.common import (
     USER,
     Clock,
@@ -56,9 +57,7 @@ class OutageSetup:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            known = ", ".join(ALGORITHMS)
-            raise ConfigError(f"OutageSetup.algorithm: unknown {self.algorithm!r}; known: {known}")
+        lookup(self.algorithm, owner="OutageSetup.algorithm")
         ints = {"limit": 1, "window_ms": 1, "servers": 1, "duration_ms": 1, "seed": 0}
         ints |= {f: 0 for f in ("down_from_ms", "down_until_ms", "slow_from_ms", "slow_until_ms")}
         check_setup("OutageSetup", self, ints | {"slow_ms": 0, "timeout_ms": 0}, ("rate_per_s",))
@@ -85,7 +84,10 @@ def outage_run(setup: OutageSetup = OutageSetup(), mode: str = "fail_open") -> p
     if mode not in MODES:
         raise ConfigError(f"mode: one of {', '.join(MODES)}, got {mode!r}")
     arr = arrivals(setup.rate_per_s, setup.duration_ms, setup.servers, setup.seed)
-    cls, ref = ALGORITHMS[setup.algorithm], REFERENCES[setup.algorithm]
+    cls = lookup(setup.algorithm, owner="OutageSetup.algorithm")
+    ref = cls.reference
+    if mode == "local" and ref is None:
+        raise ConfigError(f"OutageSetup.algorithm: {cls.name} has no reference for mode 'local'")
     clock, base_clock = Clock(), Clock()
     limiter = cls(clock.backend(), setup.limit, setup.window_ms)
     baseline = cls(base_clock.backend(), setup.limit, setup.window_ms)
@@ -138,11 +140,11 @@ def outage_summary(frames: pd.DataFrame, setup: OutageSetup) -> pd.DataFrame:
     had room), the most admitted in any window, and the time after the outage and after the slow
     span until the last wrong decision."""
     rows = []
-    first = frames[frames["mode"] == frames["mode"].iloc[0]]
+    first = frames[frames["mode"] == frames["mode"].iloc[0]] if len(frames) else frames
     runs = [("server always up", first, "baseline")]
     runs += [(mode, f, "allowed") for mode, f in frames.groupby("mode", sort=False)]
     for mode, f, column in runs:
-        t_ms, allowed = f["t_ms"].to_numpy(), f[column].to_numpy()
+        t_ms, allowed = f["t_ms"].to_numpy(), f[column].to_numpy(dtype=bool)
         j = judged(t_ms, allowed, setup.limit, setup.window_ms)
         wrong = (j["beyond"] | j["false_refusal"]).to_numpy()
         rows.append(
@@ -174,7 +176,7 @@ def split_commands_run(
     arr = arrivals(rate_per_s, duration_ms, 1, seed)
     clock = Clock()
     backend = clock.backend()
-    script = ALGORITHMS["echomq"](backend, limit, window_ms)
+    script = EchoMQ(backend, limit, window_ms)
     key, dropped, rows = "rl:split:{user}", False, []
     for t in arr.t_ms.tolist():
         clock.t_ms = t

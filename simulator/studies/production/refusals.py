@@ -16,14 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import SlidingCounter, SlidingCounterAll
 from simulator.checks import ConfigError, check_number
-from simulator.studies.production.common import MAX_REQUESTS, USER, Clock, check_setup
+from simulator.studies.production.common import MAX_REQUESTS, USER, Clock, check_setup, check_some
 
 __all__ = ["RefusalSetup", "refusals_run", "refusals_summary", "PAIR", "RATE_MULTIPLES"]
 
 #: The two counters compared.
-PAIR = ("sliding_counter", "sliding_counter_all")
+PAIR = (SlidingCounter, SlidingCounterAll)
 #: The user's rate as a multiple of the limit's (limit per window).
 RATE_MULTIPLES = (0.9, 1.1, 2.0)
 
@@ -41,7 +41,8 @@ class RefusalSetup:
 
 
 def refusals_run(setup: RefusalSetup, multiples: Sequence[float] = RATE_MULTIPLES) -> pd.DataFrame:
-    """One row per request, algorithm and rate multiple: ``t_ms``, ``allowed``."""
+    """One row per request, algorithm and rate multiple (at least one): ``t_ms``, ``allowed``."""
+    check_some("refusals_run", "multiples", multiples)
     for i, multiple in enumerate(multiples):
         check_number("refusals_run", f"multiples[{i}]", multiple, positive=True, hi=1000)
         n = setup.duration_ms * setup.limit * multiple / setup.window_ms
@@ -55,16 +56,16 @@ def refusals_run(setup: RefusalSetup, multiples: Sequence[float] = RATE_MULTIPLE
         rate_per_ms = setup.limit * multiple / setup.window_ms
         n = int(setup.duration_ms * rate_per_ms)
         t_ms = np.floor(np.arange(n) / rate_per_ms).astype("int64").tolist()
-        for name in PAIR:
+        for cls in PAIR:
             clock = Clock()
-            limiter = ALGORITHMS[name](clock.backend(), setup.limit, setup.window_ms)
+            limiter = cls(clock.backend(), setup.limit, setup.window_ms)
             allowed = []
             for t in t_ms:
                 clock.t_ms = t
                 allowed.append(limiter.decide(USER, t).allowed)
             out.append(
                 pd.DataFrame({"t_ms": t_ms, "allowed": allowed}).assign(
-                    algorithm=name, multiple=multiple
+                    algorithm=cls.name, multiple=multiple
                 )
             )
     return pd.concat(out, ignore_index=True)

@@ -17,9 +17,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import Limiter
 from simulator.checks import ConfigError
-from simulator.studies.production.common import USER, Clock, arrivals, check_setup, max_in_window
+from simulator.policy import lookup
+from simulator.studies.production.common import (
+    USER,
+    Clock,
+    arrivals,
+    check_setup,
+    check_some,
+    max_in_window,
+)
 from simulator.studies.production.outage import judged
 
 __all__ = ["SkewSetup", "offsets", "skew_run", "skew_summary", "skew_study", "SKEWS_MS"]
@@ -51,25 +59,24 @@ def offsets(servers: int, skew_ms: int) -> np.ndarray:
     return np.round(np.linspace(-skew_ms, skew_ms, servers)).astype("int64")
 
 
-def skew_run(setup: SkewSetup, algorithm: str, skew_ms: int) -> pd.DataFrame:
+def skew_run(setup: SkewSetup, algorithm: str | type[Limiter], skew_ms: int) -> pd.DataFrame:
     """One row per request: true ``t_ms``, the app server and the ``now_ms`` it sent, and
     ``allowed``. Times before 0 are not sent: the run starts ``skew_ms`` after the epoch."""
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"algorithm: unknown {algorithm!r}; known: {', '.join(ALGORITHMS)}")
+    cls = lookup(algorithm)
     if not 0 <= skew_ms <= 3_600_000:
         raise ConfigError(f"skew_ms: must be from 0 to 3,600,000 ms, got {skew_ms}")
     arr = arrivals(setup.rate_per_s, setup.duration_ms, setup.servers, setup.seed)
     start = 10 * max(skew_ms, setup.window_ms)  # every app server's clock past the epoch
     offset = offsets(setup.servers, skew_ms)
     clock = Clock()
-    limiter = ALGORITHMS[algorithm](clock.backend(), setup.limit, setup.window_ms)
+    limiter = cls(clock.backend(), setup.limit, setup.window_ms)
     rows = []
     for t, s in zip(arr.t_ms.tolist(), arr.server.tolist(), strict=True):
         clock.t_ms = start + t  # the server's clock is the true one
         sent = start + t + int(offset[s])
         rows.append((t, s, sent - start, limiter.decide(USER, sent).allowed))
     frame = pd.DataFrame(rows, columns=["t_ms", "server", "sent_ms", "allowed"])
-    return frame.assign(algorithm=algorithm, skew_ms=skew_ms)
+    return frame.assign(algorithm=cls.name, skew_ms=skew_ms)
 
 
 def skew_summary(frames: pd.DataFrame, setup: SkewSetup) -> pd.DataFrame:
@@ -91,9 +98,14 @@ def skew_summary(frames: pd.DataFrame, setup: SkewSetup) -> pd.DataFrame:
 
 
 def skew_study(
-    setup: SkewSetup, algorithms: Sequence[str], skews_ms: Sequence[int] = SKEWS_MS
+    setup: SkewSetup,
+    algorithms: Sequence[str | type[Limiter]],
+    skews_ms: Sequence[int] = SKEWS_MS,
 ) -> pd.DataFrame:
-    """Every algorithm at every skew, one frame."""
+    """Every algorithm at every skew, one frame (at least one of each)."""
+    check_some("skew_study", "algorithms", algorithms)
+    check_some("skew_study", "skews_ms", skews_ms)
+    algorithms = [lookup(a, owner="skew_study.algorithms") for a in algorithms]
     return pd.concat(
         [skew_run(setup, a, s) for a in algorithms for s in skews_ms], ignore_index=True
     )
