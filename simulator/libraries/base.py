@@ -8,21 +8,23 @@ reason (:data:`NO_SINGLE_SCRIPT`). Each call runs with the wall clock moved to t
 instant (``time-machine``), so a library that reads ``time.time()`` sees the simulation's time,
 and with the fake server's virtual clock active, so a TTL it reads is the simulation's too.
 
-It is a :class:`~simulator.algorithms.base.ServerTime` limiter: on a real server a run goes in
-real time, through :meth:`decide`, since the library's windows are keys' TTLs that a virtual
-clock cannot move (and its calls cannot be packed into pipelines).
+A strategy whose window is a key's TTL (``limits``' fixed window and sliding window counter)
+is also a :class:`~simulator.algorithms.base.ServerTime` limiter: on a real server its run goes
+in real time, since a virtual clock cannot move the server's. One whose time is taken in Python
+(``limits``' moving window) runs on a real server in virtual time like the built-ins.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import redis
 import time_machine
 
-from simulator.algorithms.base import Limiter, ServerTime, _checked, own_params
-from simulator.calls import Script
+from simulator.algorithms.base import Limiter, _checked, own_params
+from simulator.calls import Call, Script, native
 from simulator.checks import ConfigError
 from simulator.records import Decision
 
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from simulator.backends.base import Backend
 
 __all__ = ["LibraryLimiter", "NO_SINGLE_SCRIPT", "redis_client"]
+
+_ECHO = native("ECHO")
 
 #: Why the registry's script-level tests do not hold a library strategy.
 NO_SINGLE_SCRIPT = "a library strategy decides through the library's own calls, not one script"
@@ -44,7 +48,7 @@ def redis_client(backend: Backend) -> redis.Redis:
     return redis.Redis(connection_pool=client.connection_pool)
 
 
-class LibraryLimiter(ServerTime, Limiter):
+class LibraryLimiter(Limiter):
     """A library strategy as an algorithm: :meth:`decide_now` is the library's call at the
     simulated instant; :meth:`decide` wraps it in the two clocks."""
 
@@ -88,3 +92,20 @@ class LibraryLimiter(ServerTime, Limiter):
 
     def call(self, client: str, now_ms: int, cost: int = 1) -> tuple[Script, Sequence[str], Any]:
         raise ConfigError(f"{self.name}: {NO_SINGLE_SCRIPT}; it is decided one request at a time")
+
+    def batch(
+        self, clients: Sequence[str], t_ms: Sequence[int], costs: Sequence[int] | None = None
+    ) -> Sequence[Call]:
+        """A replay's pipeline of requests: each decided here by the library, at its instant,
+        as the pipeline is made (a replay makes it at its first request's time, all of one
+        millisecond on the fake server); the pipeline then only carries each answer back
+        (``ECHO``), so that the replay reads the decisions where it reads every limiter's."""
+        weights = [1] * len(t_ms) if costs is None else costs
+        made = map(self.decide, clients, t_ms, weights)
+        return [(_ECHO, (), (f"{d.allowed:d}:{d.remaining}:{d.retry_after_ms}",)) for d in made]
+
+    def parse(self, reply: Any) -> Decision:  # type: ignore[override]  # reads its own ECHO
+        text = reply.decode() if isinstance(reply, bytes) else str(reply)
+        allowed, remaining, retry_ms = map(int, text.split(":"))
+        reset_ms = retry_ms if retry_ms > 0 else -1
+        return Decision(allowed == 1, math.nan, self.limit, remaining, reset_ms, retry_ms)

@@ -16,6 +16,7 @@ seconds: ``limits`` counts in whole seconds (its Redis windows are ``EXPIRE`` in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -28,6 +29,7 @@ from limits.strategies import (
     SlidingWindowCounterRateLimiter,
 )
 
+from simulator.algorithms.base import ServerTime
 from simulator.libraries.base import LibraryLimiter, redis_client
 from simulator.records import Decision
 
@@ -56,13 +58,17 @@ class _Limits(LibraryLimiter):
         return (self.storage.prefixed_key(self.item.key_for(client)),)
 
     def decide_now(self, client: str, now_ms: int, cost: int) -> Decision:
-        allowed = self.limiter.hit(self.item, client, cost=cost)
-        # The library's answer is the flag; the count and reset are not asked for (another
-        # round trip each, and not what decides).
-        return Decision(allowed, float("nan"), self.limit, -1, -1, 0 if allowed else -1)
+        if self.limiter.hit(self.item, client, cost=cost):
+            # The library's answer is the flag; the count is not asked for (another round trip
+            # per request, and not what decides).
+            return Decision(True, math.nan, self.limit, -1, -1, 0)
+        # Refused: when the library itself says the window resets (its get_window_stats).
+        reset_s, remaining = self.limiter.get_window_stats(self.item, client)
+        retry_ms = max(1, math.ceil(reset_s * 1000) - now_ms)
+        return Decision(False, math.nan, self.limit, remaining, retry_ms, retry_ms)
 
 
-class LimitsFixedWindow(_Limits):
+class LimitsFixedWindow(ServerTime, _Limits):
     """``limits.FixedWindowRateLimiter`` on Redis: a counter from the first hit, for ``window``."""
 
     name = "limits.fixed_window"
@@ -82,7 +88,7 @@ class LimitsMovingWindow(_Limits):
     strategy = MovingWindowRateLimiter
 
 
-class LimitsSlidingWindowCounter(_Limits):
+class LimitsSlidingWindowCounter(ServerTime, _Limits):
     """``limits.SlidingWindowCounterRateLimiter`` on Redis: two counters, the older weighed."""
 
     name = "limits.sliding_window_counter"
