@@ -10,6 +10,8 @@ script call. Printed, never asserted. Without the ``libraries`` extra it says wh
 
 from __future__ import annotations
 
+from functools import partial
+
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import FakeRedisBackend
 from simulator.bench.timing import best_of
@@ -56,7 +58,7 @@ def bench_libraries(decisions: int = 10_000) -> None:
     print(f"{'library strategy':<32} {'dec/s':>9}  {'built-in':<16} {'dec/s':>9}  ratio  admitted")
     for name in names:
         twin = TWINS.get(name.split(".", 1)[1], "sliding_log")
-        best = best_of({n: (lambda n=n: _decide_all(n, decisions)) for n in (name, twin)})
+        best = best_of({n: partial(_decide_all, n, decisions) for n in (name, twin)})
         (lib_s, lib_ok), (twin_s, twin_ok) = best[name], best[twin]
         print(
             f"{name:<32} {decisions / lib_s:>9,.0f}  {twin:<16} {decisions / twin_s:>9,.0f}"
