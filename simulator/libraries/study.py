@@ -39,15 +39,21 @@ def library_strategies() -> list[str]:
 
 
 def decide_trace(
-    name: str, t_ms: Sequence[int], clients: Sequence[str], limit: int, window_ms: int
+    name: str,
+    t_ms: Sequence[int],
+    clients: Sequence[str],
+    limit: int,
+    window_ms: int,
+    costs: Sequence[int] | None = None,
 ) -> np.ndarray:
     """Whether each request was admitted by ``name``, decided in order on a fresh fake server."""
     now = [0]
     limiter = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), limit, window_ms)
     out = np.zeros(len(t_ms), dtype=bool)
-    for i, (t, c) in enumerate(zip(t_ms, clients, strict=True)):
+    weights = costs if costs is not None else [1] * len(t_ms)
+    for i, (t, c, k) in enumerate(zip(t_ms, clients, weights, strict=True)):
         now[0] = t
-        out[i] = limiter.decide(c, t).allowed
+        out[i] = limiter.decide(c, t, k).allowed
     return out
 
 
@@ -104,25 +110,27 @@ def against_exact(
 
 
 #: The smallest trace that shows each difference: (library strategy, the built-in its name
-#: suggests, limit, window s, request times in ms, all from one client).
+#: suggests, limit, window s, request times in ms, their costs, all from one client).
 SMALLEST = (
-    ("limits.fixed_window", "fixed_window", 1, 10, (9_000, 11_000)),
-    ("limits.moving_window", "sliding_log", 1, 10, (0, 10_000)),
-    ("limits.sliding_window_counter", "sliding_counter", 1, 10, (9_000, 11_000)),
+    ("limits.fixed_window", "fixed_window", 1, 10, (9_000, 11_000), (1, 1)),
+    ("limits.fixed_window", "increx", 10, 10, (0, 1_000, 2_000), (8, 8, 1)),
+    ("limits.moving_window", "sliding_log", 1, 10, (0, 10_000), (1, 1)),
+    ("limits.sliding_window_counter", "sliding_counter", 1, 10, (9_000, 11_000), (1, 1)),
 )
 
 
 def smallest_traces() -> pd.DataFrame:
     """Each library strategy and the built-in its name suggests on its smallest trace."""
     rows = []
-    for library, built_in, limit, window_s, t_ms in SMALLEST:
+    for library, built_in, limit, window_s, t_ms, costs in SMALLEST:
         for name in (library, built_in):
-            got = decide_trace(name, t_ms, ["u"] * len(t_ms), limit, window_s * 1000)
+            got = decide_trace(name, t_ms, ["u"] * len(t_ms), limit, window_s * 1000, costs)
             rows.append(
                 {
                     "algorithm": name,
                     "limit per window": f"{limit} per {window_s} s",
                     "requests at (s)": ", ".join(f"{t / 1000:g}" for t in t_ms),
+                    "costs": ", ".join(map(str, costs)),
                     "admitted": " ".join("yes" if a else "no" for a in got),
                 }
             )
@@ -133,7 +141,9 @@ def main() -> None:
     with pd.option_context("display.width", 120):
         print("The card's case: 100 at second 59, 100 at 61, 100 per 60 s")
         print(cards_case().to_string(index=False), end="\n\n")
-        print("Poisson, 5,000 requests, 4 clients at 1.5/s each, 10 per 10 s, against the exact log")
+        print(
+            "Poisson, 5,000 requests, 4 clients at 1.5/s each, 10 per 10 s, against the exact log"
+        )
         print(against_exact(*poisson_trace()).to_string(index=False), end="\n\n")
         print("Bursty, 250 bursts of 20 within 2 s, 4 clients, 10 per 10 s, against the exact log")
         print(against_exact(*bursty_trace()).to_string(index=False), end="\n\n")
