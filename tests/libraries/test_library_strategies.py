@@ -1,4 +1,4 @@
-"""``limits`` run unchanged on the fake server: each strategy's admitted requests against an
+"""``limits`` and PyrateLimiter run unchanged on the fake server: each strategy's admitted requests against an
 expectation written from its documented semantics, not from its code.
 
 - fixed window: "When the first request arrives, a window is started for a fixed duration"
@@ -25,11 +25,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip(
-    "time_machine", reason="the libraries extra is not installed (pip install -e '.[libraries]')"
-)
+EXTRA = "the libraries extra is not installed (pip install -e '.[libraries]')"
+pytest.importorskip("time_machine", reason=EXTRA)
+pytest.importorskip("pyrate_limiter", reason=EXTRA)
 
 import limits  # noqa: E402
+import pyrate_limiter  # noqa: E402
 
 from simulator.algorithms import ALGORITHMS  # noqa: E402
 from simulator.backends import FakeRedisBackend  # noqa: E402
@@ -90,11 +91,29 @@ def sliding_weighted(times_ms, clients, limit, window_ms):
     return out
 
 
+def grid_counter(times_ms, clients, limit, window_ms):
+    """PyrateLimiter's FixedWindow: "Counts within a wall-clock-aligned window that resets every
+    interval" (admitted items only: a refused one is not stored)."""
+    count: dict[tuple[str, int], int] = defaultdict(int)
+    out = []
+    for t, c in zip(times_ms, clients, strict=True):
+        cell = (c, t // window_ms)
+        ok = count[cell] < limit
+        count[cell] += ok
+        out.append(ok)
+    return out
+
+
 EXPECTED = {
     "limits.fixed_window": fixed_first_hit,
     "limits.moving_window": moving_log,
     "limits.sliding_window_counter": sliding_weighted,
+    # "admit while each rate's last interval stays under its limit", the window
+    # [now - interval, now] (its window_start): the same closed log as limits' moving window
+    "pyrate.sliding_window_log": moving_log,
+    "pyrate.fixed_window": grid_counter,
 }
+CARD = {name: 100 for name in EXPECTED} | {"pyrate.fixed_window": 200}
 
 
 def run(name, times_ms, clients, limit, window_ms):
@@ -116,15 +135,15 @@ def poisson(n=5_000, clients=4, rate_per_s=1.5, seed=33):
     return times, who
 
 
-@pytest.mark.parametrize("name", LIMITS)
+@pytest.mark.parametrize("name", EXPECTED)
 def test_the_cards_case(name):
     times = [59_000] * 100 + [61_000] * 100
     got = run(name, times, ["u"] * 200, 100, 60_000)
     assert got == EXPECTED[name](times, ["u"] * 200, 100, 60_000)
-    assert sum(got) == 100  # every limits strategy starts its window at the first request
+    assert sum(got) == CARD[name]  # every limits strategy starts its window at the first request
 
 
-@pytest.mark.parametrize("name", LIMITS)
+@pytest.mark.parametrize("name", EXPECTED)
 def test_a_poisson_trace(name):
     times, who = poisson()
     got = run(name, times, who, 10, 10_000)
@@ -146,12 +165,14 @@ def test_a_window_limits_cannot_count_is_refused_by_name():
 
 
 def _library_files() -> dict[str, str]:
-    root = Path(limits.__file__).parent
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    }
+    """Every file of the installed libraries (their code, their Lua), by its SHA-256."""
+    hashes = {}
+    for package in (limits, pyrate_limiter):
+        root = Path(package.__file__).parent
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                hashes[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
 
 
 def test_burst_prints_the_library_rows_and_leaves_the_library_as_it_was():
@@ -162,7 +183,8 @@ def test_burst_prints_the_library_rows_and_leaves_the_library_as_it_was():
     rows = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines()[2:] if line}
     assert rows["limits.fixed_window"] == rows["limits.moving_window"] == "100"
     assert rows["limits.sliding_window_counter"] == "100"
-    assert rows["fixed_window"] == "200"  # the built-in beside them
+    assert rows["pyrate.sliding_window_log"] == "100"
+    assert rows["fixed_window"] == rows["pyrate.fixed_window"] == "200"  # the clock grid
     assert _library_files() == before
 
 
