@@ -17,7 +17,8 @@
 #
 # Flask-Limiter and SlowAPI decide with `limits`. Its Redis strategies are called fixed window,
 # moving window and sliding window counter: the names of algorithms this workbench ships. Are
-# they those algorithms? Here `limits` runs unchanged, through its own Redis client, keys and
+# they those algorithms? PyrateLimiter's Redis bucket offers a sliding window log and a fixed
+# window too. Here both libraries run unchanged, through its own Redis client, keys and
 # Lua scripts, on the fake server whose clock follows the simulation (its Python clock moved to
 # each simulated instant by time-machine). `docs/libraries.md` has the full-size figures
 # (`python -m simulator.libraries.study`) and the library's lines that explain them.
@@ -90,5 +91,7 @@ study.smallest_traces()
 # **What it means.** Read `limits.fixed_window` as `increx` (a window from the first hit, no
 # boundary burst of 2×), `limits.moving_window` as the exact log with a closed boundary, and
 # `limits.sliding_window_counter` as a weighted estimate over windows anchored at the first
-# request. The one place worth a report upstream is the fixed window's refused cost, which
+# request. PyrateLimiter's fixed window is the clock grid, as it says, and its sliding window
+# log has the same closed boundary as `limits`' moving window. The one place worth a report
+# upstream is the fixed window's refused cost, which
 # `hit`'s own docstring says is not deducted.

@@ -1,8 +1,9 @@
 """The limiters people run, driven unchanged on the bench: ``limits`` (behind Flask-Limiter
-and SlowAPI), PyrateLimiter and throttled-py.
+and SlowAPI) and PyrateLimiter (throttled-py is pinned in the extra, its adapter not yet
+written).
 
 Each library strategy is an algorithm of the registry under the library's name
-(``limits.moving_window``, ``pyrate.sliding_window``, ``throttled.token_bucket`` ...): a small
+(``limits.moving_window``, ``pyrate.sliding_window_log`` ...): a small
 :class:`~simulator.libraries.base.LibraryLimiter` whose ``decide()`` is the library's own call,
 through its own Redis client pointed at the run's server, with its own key names and its own
 scripts. Where a library reads the wall clock in Python (``limits``' moving window passes
@@ -30,7 +31,6 @@ __all__ = ["PREFIXES", "INSTALL", "LibraryMissing", "missing", "register", "libr
 PREFIXES = {
     "limits": "simulator.libraries.limits_lib",
     "pyrate": "simulator.libraries.pyrate_lib",
-    "throttled": "simulator.libraries.throttled_lib",
 }
 #: What the adapters need beyond the simulator's own dependencies (import names).
 _NEEDED = ("limits", "time_machine")

@@ -116,6 +116,7 @@ SMALLEST = (
     ("limits.fixed_window", "increx", 10, 10, (0, 1_000, 2_000), (8, 8, 1)),
     ("limits.moving_window", "sliding_log", 1, 10, (0, 10_000), (1, 1)),
     ("limits.sliding_window_counter", "sliding_counter", 1, 10, (9_000, 11_000), (1, 1)),
+    ("pyrate.sliding_window_log", "sliding_log", 1, 10, (0, 10_000), (1, 1)),
 )
 
 
