@@ -18,7 +18,7 @@
 # Flask-Limiter and SlowAPI decide with `limits`. Its Redis strategies are called fixed window,
 # moving window and sliding window counter: the names of algorithms this workbench ships. Are
 # they those algorithms? PyrateLimiter's Redis bucket offers a sliding window log and a fixed
-# window too. Here both libraries run unchanged, through its own Redis client, keys and
+# window too. Here both libraries run unchanged, each through its own Redis client, keys and
 # Lua scripts, on the fake server whose clock follows the simulation (its Python clock moved to
 # each simulated instant by time-machine). `docs/libraries.md` has the full-size figures
 # (`python -m simulator.libraries.study`) and the library's lines that explain them.
