@@ -225,3 +225,13 @@ def test_without_the_extra_naming_one_says_what_to_install(tmp_path):
     assert done.returncode == 2
     assert "pip install -e '.[libraries]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_bench_libraries_prints_a_row_per_library_strategy(capsys):
+    from simulator.bench.libraries import bench_libraries
+
+    bench_libraries(200)
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[2] for line in lines[2:]}
+    assert rows["limits.moving_window"] == "sliding_log"  # each beside its built-in twin
+    assert set(EXPECTED) <= set(rows)
