@@ -235,3 +235,22 @@ def test_bench_libraries_prints_a_row_per_library_strategy(capsys):
     rows = {line.split()[0]: line.split()[2] for line in lines[2:]}
     assert rows["limits.moving_window"] == "sliding_log"  # each beside its built-in twin
     assert set(EXPECTED) <= set(rows)
+
+
+@pytest.mark.server
+def test_on_valkey_the_libraries_decide_as_on_the_fake_server():
+    """limits' moving window and PyrateLimiter's log take their time from Python, so on a real
+    server they run in virtual time, and decide as they do on the fake server."""
+    spec = ["--baseline", "sliding_log:limit=10,window=10"]
+    for name in ("limits.moving_window", "pyrate.sliding_window_log"):
+        spec += ["--candidate", f"{name}:limit=10,window=10"]
+    rows = {}
+    for backend in ("fakeredis", "valkey"):
+        done = run_cli("compare", "--backend", backend, "--format", "clf", *spec, SAMPLE)
+        assert done.returncode == 0, done.stderr
+        rows[backend] = [
+            line.split()[:8]
+            for line in done.stdout.splitlines()
+            if line.startswith(("limits.", "pyrate."))
+        ]
+    assert rows["valkey"] == rows["fakeredis"] and len(rows["valkey"]) == 2
