@@ -36,7 +36,17 @@ from simulator.algorithms import ALGORITHMS  # noqa: E402
 from simulator.backends import FakeRedisBackend  # noqa: E402
 from tests.conftest import ROOT, run_cli  # noqa: E402
 
-LIMITS = ("limits.fixed_window", "limits.moving_window", "limits.sliding_window_counter")
+
+@pytest.fixture(autouse=True)
+def registry_as_it_was():
+    """Each test leaves the registry as it found it: naming a library strategy registers that
+    library's adapters, which the rest of the suite must not see."""
+    before = dict(ALGORITHMS)
+    yield
+    for name in [n for n in ALGORITHMS if n not in before]:
+        del ALGORITHMS[name]
+
+
 SAMPLE = ROOT / "data" / "traces" / "apache_combined_sample.log"
 
 
