@@ -78,14 +78,44 @@ __all__ = [
     "register",
 ]
 
+#: Where the strategies of the libraries people run are adapted (``limits.moving_window``):
+#: named by string, so that the registry does not import what sits above it.
+LIBRARIES = "simulator.libraries"
+
+
+class _Registry(dict[str, type[Limiter]]):
+    """The registry's dictionary; a library strategy's name (``<library>.<strategy>``, see
+    :mod:`simulator.libraries`) registers that library's adapters the first time it is asked
+    for, or says in one line what to install."""
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or (_library_named(name) and super().__contains__(name))
+
+    def __missing__(self, name: str) -> type[Limiter]:
+        if _library_named(name) and super().__contains__(name):
+            return self[name]
+        raise KeyError(name)
+
+
+def _library_named(name: object) -> bool:
+    """Register the library ``name`` is a strategy of, if it is one; whether it was."""
+    if not isinstance(name, str) or "." not in name:
+        return False
+    libraries = importlib.import_module(LIBRARIES)
+    if name.split(".")[0] not in libraries.PREFIXES:
+        return False
+    libraries.register(name)
+    return True
+
+
 #: Every algorithm, in the order charts and tables show them.
-ALGORITHMS: dict[str, type[Limiter]] = {
-    cls.name: cls
+ALGORITHMS: dict[str, type[Limiter]] = _Registry(
+    (cls.name, cls)
     for cls in (
         *(FixedWindow, EchoMQ, SlidingLog, SlidingCounter, TokenBucket, GCRA),
         *(SlidingCounterAll, IncrexFirstHit, IncrexGrid, MultiPolicy),
     )
-}
+)
 
 
 class _View(Mapping[str, Any]):

@@ -16,6 +16,7 @@ from simulator.bench.compare import bench_compare
 from simulator.bench.core import bench_clock, bench_core
 from simulator.bench.explorer import bench_explorer
 from simulator.bench.fake import bench_fake
+from simulator.bench.libraries import bench_libraries
 from simulator.bench.model import bench_model
 from simulator.bench.pipeline import bench_pipeline
 from simulator.bench.replay import bench_replay_stream
@@ -43,4 +44,5 @@ SECTIONS: dict[str, Callable[..., object]] = {
     "compare": bench_compare,
     "explorer": bench_explorer,
     "explorer-browser": bench_explorer_browser,
+    "libraries": bench_libraries,
 }
