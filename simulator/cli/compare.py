@@ -120,12 +120,12 @@ def format_clients(clients: Any, top: int) -> str:
 def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> None:
     """On a server the program did not start: refused, or each user's script rehearsed on the
     fake server over the trace's first requests (see simulator.userscripts.foreign)."""
+    from simulator.cli.rehearsal import rehearse_requests
     from simulator.playback.traces import iter_trace
     from simulator.userscripts.foreign import (
         REHEARSAL_REQUESTS,
         check_foreign,
         is_foreign,
-        rehearse_requests,
     )
 
     if not is_foreign(backend):

@@ -225,7 +225,8 @@ def _url_backend(url: str) -> RedisBackend:
 def _check_foreign(args: argparse.Namespace, backend: RedisBackend) -> None:
     """A server the program did not start: refused, or each user's script rehearsed on the
     fake server first (a few users' requests; see simulator.userscripts.foreign)."""
-    from simulator.userscripts.foreign import check_foreign, rehearse_requests
+    from simulator.cli.rehearsal import rehearse_requests
+    from simulator.userscripts.foreign import check_foreign
 
     requests = [(f"user{u}", t_ms, 1) for u in range(20) for t_ms in range(0, 120_000, 1000)]
     rehearsal = rehearse_requests(requests, 100, 60_000)

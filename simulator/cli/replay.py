@@ -193,11 +193,11 @@ def _check_foreign(
 ) -> None:
     """On a server the program did not start: refused, or the script rehearsed on the fake
     server over the trace's first requests (see simulator.userscripts.foreign)."""
+    from simulator.cli.rehearsal import rehearse_requests
     from simulator.userscripts.foreign import (
         REHEARSAL_REQUESTS,
         check_foreign,
         is_foreign,
-        rehearse_requests,
     )
 
     if not is_foreign(backend):

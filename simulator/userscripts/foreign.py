@@ -24,10 +24,8 @@ it runs (its busy limit only lets other clients see BUSY), in as much memory as 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
-
-import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
@@ -43,7 +41,6 @@ __all__ = [
     "is_foreign",
     "eviction_risk",
     "check_foreign",
-    "rehearse_requests",
     "remove_keys",
     "removed_afterwards",
 ]
@@ -152,25 +149,6 @@ def check_foreign(
     hold_back = getattr(backend, "hold_back", None)
     if hold_back is not None:
         hold_back([f"user:{a}" for a in scripts], time_s)
-
-
-def rehearse_requests(
-    requests: Sequence[tuple[str, int, int]],
-    limit: int,
-    window_ms: int,
-    params: Mapping[str, float] | None = None,
-) -> Rehearsal:
-    """A rehearsal that replays ``requests`` ``(client, t_ms, cost)`` (the first
-    :data:`REHEARSAL_REQUESTS` of them) through an algorithm on the fake server."""
-    from simulator.playback.run import replay
-
-    first = list(requests[:REHEARSAL_REQUESTS])
-    trace = pd.DataFrame(first, columns=["client", "t_ms", "cost"])
-
-    def run(algorithm: str, fake: Backend) -> object:
-        return replay(trace, algorithm, limit, window_ms, fake, params=params)
-
-    return run
 
 
 def remove_keys(backend: Backend, keys: Iterable[str], kept: Iterable[str] = ()) -> int:
