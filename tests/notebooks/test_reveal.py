@@ -1,0 +1,60 @@
+"""Lesson 01 keeps its answer until a guess is given, then compares the guess with the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from simulator.lessons import NO_GUESS
+
+pytestmark = pytest.mark.notebook
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = ROOT / "notebooks" / "01_boundary_burst.ipynb"
+
+
+def _guess_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    (cell,) = [
+        c for c in nb.cells if c.cell_type == "code" and c.source.startswith("my_guess = None")
+    ]
+    return cell
+
+
+def _run(nb: nbformat.NotebookNode) -> str:
+    """Execute ``nb``; the Markdown every reveal showed, joined."""
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(LESSON.parent)}}
+    )
+    client.execute()
+    shown = [
+        out["data"]["text/markdown"]
+        for cell in nb.cells
+        if cell.cell_type == "code" and cell.source.startswith("reveal(")
+        for out in cell.outputs
+        if "text/markdown" in out.get("data", {})
+    ]
+    assert shown, "no reveal cell showed Markdown"
+    return "\n".join(shown)
+
+
+def test_untouched_lesson_asks_for_a_guess_and_gives_no_answer():
+    nb = nbformat.read(LESSON, as_version=4)
+    _guess_cell(nb)  # the cell is there, and holds no guess
+    text = _run(nb)
+    assert NO_GUESS in text
+    assert "| your guess |" not in text  # no comparison table before a guess
+
+
+def test_a_guess_is_compared_with_the_run():
+    nb = nbformat.read(LESSON, as_version=4)
+    _guess_cell(nb).source = 'my_guess = {"fixed_window": 100, "sliding_log": 100}'
+    text = _run(nb)
+    assert NO_GUESS not in text
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if "`" in line}
+    # the clock-aligned window admits both bursts, the exact log one limit's worth
+    assert "under by 100" in rows["`fixed_window`"]
+    assert "right" in rows["`sliding_log`"]
+    assert "not guessed" in rows["`echomq`"]
