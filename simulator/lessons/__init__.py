@@ -41,8 +41,8 @@ def reveal(guess: object, result: Any, unit: str = "", *, question: str = "") ->
     head = f"**{question}**\n\n" if question else ""
     if not guessed(guess):
         return Markdown(
-            f"{head}**{NO_GUESS}:** no guess was given. Set `my_guess` in the cell above (it is "
-            "`None` until you do), run that cell, then run this one again to see the answer."
+            f"{head}**{NO_GUESS}:** no guess was given. Set `my_guess` in the guess cell (it is "
+            "`None` until you do), run it, then run this cell again to see the answer."
         )
     if isinstance(guess, Mapping):
         return Markdown(head + _table(guess, dict(result), unit))
