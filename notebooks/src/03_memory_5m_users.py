@@ -121,6 +121,7 @@ compact(
         ]
     ],
     2,
+    scroll=True,  # four index columns and five figures: wider than the column, so a scroll box
 )
 
 # %% [markdown]

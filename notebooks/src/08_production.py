@@ -38,6 +38,7 @@ from IPython.display import Markdown
 
 from simulator.algorithms import ALGORITHMS
 from simulator.charts import production as charts
+from simulator.display import compact
 from simulator.studies import production as st
 
 # %matplotlib inline
@@ -98,7 +99,7 @@ outage = st.OutageSetup(
 )
 frames = pd.concat([st.outage_run(outage, m) for m in st.MODES], ignore_index=True)
 outages = st.outage_summary(frames, outage)
-outages
+compact(outages, 2, scroll=True)
 
 # %%
 charts.outage_figure(frames, outages, outage)
