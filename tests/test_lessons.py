@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from simulator.lessons import NO_GUESS, guessed, reveal
+from simulator.lessons import NO_GUESS, guessed, hold, reveal
 
 
 @pytest.mark.parametrize("guess", [None, {}, {"a": None, "b": None}])
@@ -34,3 +34,9 @@ def test_a_guess_that_is_not_a_number_names_the_field():
         reveal({"a": "lots"}, {"a": 1})
     with pytest.raises(TypeError, match="my_guess"):
         reveal("lots", 1)
+
+
+def test_hold_keeps_a_result_until_a_guess():
+    table = pd.DataFrame({"admitted": [200]})
+    assert NO_GUESS in hold(None, table, "the summary").data
+    assert hold({"fixed_window": 100}, table) is table

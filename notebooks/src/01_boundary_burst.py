@@ -40,7 +40,7 @@ from simulator.algorithms.scripts import load
 from simulator.charts.burst import boundary_burst_figure
 from simulator.display import compact
 from simulator.engine.run import boundary_burst
-from simulator.lessons import reveal
+from simulator.lessons import hold, reveal
 from simulator.lessons.burst import CARD, beyond_intro
 from simulator.records import http_headers
 
@@ -92,7 +92,7 @@ reveal(my_guess, summary["admitted"], "admitted", question="How many get through
 # figure the limit promises to hold; `ratio to limit` is that over the limit.
 
 # %%
-compact(summary, 2, trim=True)
+hold(my_guess, compact(summary, 2, trim=True), "the summary")
 
 # %% [markdown]
 # Each row of the log carries what a server would put in its response headers. Below is each
@@ -120,7 +120,7 @@ first_refusals = log[~log["allowed"]].groupby("algorithm").head(1)
 # ## See it
 
 # %%
-boundary_burst_figure(log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S)
+hold(my_guess, boundary_burst_figure(log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S), "the chart")
 
 # %% [markdown]
 # Each panel is one limiter: the count admitted in the trailing window at each instant, against

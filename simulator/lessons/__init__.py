@@ -19,7 +19,7 @@ from typing import Any
 
 from IPython.display import Markdown
 
-__all__ = ["NO_GUESS", "guessed", "reveal"]
+__all__ = ["NO_GUESS", "guessed", "hold", "reveal"]
 
 #: What a reveal says before a guess is given (a test looks for these words).
 NO_GUESS = "make your guess first"
@@ -30,6 +30,15 @@ def guessed(guess: object) -> bool:
     if isinstance(guess, Mapping):
         return any(v is not None for v in guess.values())
     return guess is not None
+
+
+def hold(guess: object, shown: object, what: str = "this") -> object:
+    """``shown`` (a table, a figure) once a guess is given; until then a line saying why not.
+
+    For the cells right after a reveal that would give its answer away by themselves."""
+    if guessed(guess):
+        return shown
+    return Markdown(f"*{NO_GUESS}: {what} appears once `my_guess` holds your guess.*")
 
 
 def reveal(guess: object, result: Any, unit: str = "", *, question: str = "") -> Markdown:
