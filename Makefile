@@ -38,16 +38,20 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check simulator tests
 	$(PY) -m mypy
 
-notebooks: $(STAMP)  ## rebuild each .ipynb from its paired # %% source (no outputs)
-	$(PY) -m jupytext --to ipynb --update notebooks/*.py
+notebooks: $(STAMP)  ## rebuild each notebooks/*.ipynb from its paired # %% source in notebooks/src/ (no outputs)
+	for source in notebooks/src/*.py; do \
+		$(PY) -m jupytext --to ipynb --update -o "notebooks/$$(basename "$$source" .py).ipynb" "$$source" || exit 1; \
+	done
 
 # Root may run JupyterLab only when it says so: --allow-root is added when make runs as uid 0.
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_PORT ?= 8888
 EXPLORE_PORT ?= 8866
 
+# JupyterLab 4 reads its user settings from JUPYTERLAB_SETTINGS_DIR: the project's lab-settings/
+# turns the news toast and the update check off (a setting changed in Lab is saved there too).
 lab: $(STAMP)  ## JupyterLab on 127.0.0.1 in notebooks/ (no news or update toasts); prints the URL to open (with its token)
-	$(PY) -m jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser --notebook-dir notebooks $(ALLOW_ROOT) \
+	JUPYTERLAB_SETTINGS_DIR="$(CURDIR)/lab-settings" $(PY) -m jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser --notebook-dir notebooks $(ALLOW_ROOT) \
 		--LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
 explore: $(STAMP)  ## the explorer alone as a web page (Voila: no code shown) on 127.0.0.1; a closed page's kernel ends after 2 min

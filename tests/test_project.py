@@ -44,7 +44,7 @@ def test_notebook_committed_without_outputs(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_in_step_with_its_source(path):
-    source = path.with_suffix(".py")
+    source = path.parent / "src" / path.with_suffix(".py").name
     assert source.exists(), f"{path.name} has no paired # %% source"
     from_py = jupytext.read(source)
     from_nb = nbformat.read(path, as_version=4)
@@ -61,3 +61,10 @@ def test_notebook_has_a_parameter_cell(path):
     assert "parameters" in code[0].metadata.get("tags", []), (
         f"{path.name}: first code cell untagged"
     )
+
+
+def test_notebook_sources_are_kept_in_their_own_folder():
+    # the file browser lists each lesson once: its # %% source is in notebooks/src/
+    assert not list((ROOT / "notebooks").glob("*.py"))
+    sources = {p.stem for p in (ROOT / "notebooks" / "src").glob("*.py")}
+    assert sources == {p.stem for p in NOTEBOOKS}

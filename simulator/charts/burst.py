@@ -1,9 +1,13 @@
-"""The boundary burst: admitted per second and the trailing-window count, a row per algorithm."""
+"""The boundary burst: the trailing-window count, one small panel per algorithm, the seams drawn."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import metrics
@@ -11,77 +15,89 @@ from simulator.charts import LABELS, PALETTE, order, subplots
 
 __all__ = ["boundary_burst_figure"]
 
+# Panel height in inches: three rows and the title fit one 1280x800 screen (about 600 px).
+_ROW_IN = 1.6
 
-def boundary_burst_figure(
-    frame: pd.DataFrame, limit: int, window_ms: int, first_s: float, second_s: float
+
+def boundary_burst_figure(  # noqa: PLR0913 (the run's four parameters, and which algorithms)
+    frame: pd.DataFrame,
+    limit: int,
+    window_ms: int,
+    first_s: float,
+    second_s: float,
+    algorithms: Sequence[str] | None = None,
 ) -> Figure:
-    """Per algorithm, one row: requests per second (admitted in its colour, refused in grey, each
-    burst's admitted count written on it) and the trailing-window count against the limit.
-    Sized for a notebook column (10 in wide), however many algorithms the registry holds."""
-    per_second = metrics.admitted_per_second(frame)
+    """Small multiples, two to a row: per algorithm, the count admitted in the trailing window
+    against the limit, each burst's admitted count written where it lands, and the clock grid's
+    seams (the instants a clock-aligned window starts again) as dotted lines. Six algorithms fit
+    one screen at 8.4 in wide; ``algorithms`` picks and orders them (default: every one in the
+    frame, in the registry's order)."""
+    names = list(algorithms) if algorithms is not None else list(order())
+    names = [a for a in names if a in set(frame["algorithm"])]
+    window_s = window_ms / 1000
     lo_s = max(0.0, min(first_s, second_s) - 5)
-    hi_s = max(first_s, second_s) + window_ms / 1000 + 5
+    hi_s = max(first_s, second_s) + window_s + 5
     grid = np.arange(int(lo_s * 1000), int(hi_s * 1000), 100, dtype="int64")
-    curve = metrics.rolling_curve(frame, window_ms, grid)
-    algorithms = [a for a in order() if a in set(frame["algorithm"])]
-    n = len(algorithms)
+    curve = metrics.rolling_curve(frame[frame["algorithm"].isin(names)], window_ms, grid)
+    per_second = metrics.admitted_per_second(frame)
+    cols = 2 if len(names) > 1 else 1
+    rows = math.ceil(len(names) / cols)
     fig, axes = subplots(
-        n, 2, figsize=(10, 1.9 * n + 1.1), sharex="col", squeeze=False,
-        gridspec_kw={"width_ratios": [1, 1.5]},
-    )  # fmt: skip
-    seam_lo, seam_hi = min(first_s, second_s) - 3, max(first_s, second_s) + 4
-    ymax = max(2 * limit, int(curve["in_window"].max())) * 1.3
-    bursts = {int(first_s), int(second_s)}
-    for row, algorithm in enumerate(algorithms):
-        colour = PALETTE[algorithm]
-        left, right = axes[row, 0], axes[row, 1]
-        ps = per_second[per_second["algorithm"] == algorithm]
-        left.bar(ps["second"], ps["admitted"], width=0.8, color=colour, label="admitted")
-        left.bar(
-            ps["second"], ps["refused"], width=0.8, bottom=ps["admitted"], color="#cccccc",
-            label="refused",
-        )  # fmt: skip
-        for second, admitted in zip(ps["second"], ps["admitted"], strict=True):
-            if int(second) in bursts:  # a count of 2 is a sliver of a bar: say it in words
-                left.annotate(
-                    f"{int(admitted)}", (second, admitted), xytext=(0, 3),
-                    textcoords="offset points", ha="center", va="bottom", fontsize=8,
-                    color="black",
-                )  # fmt: skip
-        left.set_xlim(seam_lo, seam_hi)
-        left.set_ylim(0, ymax)
-        left.set_ylabel("requests\nthat second", fontsize=9)
-        total = int(ps[["admitted", "refused"]].sum().sum())
-        left.set_title(
-            f"{LABELS[algorithm]}: admitted {int(ps['admitted'].sum())} of {total}", fontsize=10
-        )
-        left.legend(
-            loc="upper left",
-            fontsize=8,
-            frameon=False,
-            ncol=2,
-            title_fontsize=8,
-            title="number on a bar: admitted that second",
-        )
-        c = curve[curve["algorithm"] == algorithm]
-        right.plot(c["t_ms"] / 1000, c["in_window"], color=colour, lw=2)
-        right.axhline(limit, color="black", lw=1, ls="--", label=f"limit ({limit})")
-        peak = int(c["in_window"].max())
-        right.set_title(
-            f"most in any {window_ms / 1000:g} s: {peak} ({peak / limit:.2f}× the limit)",
-            fontsize=10,
-        )
-        right.set_xlim(lo_s, hi_s)
-        right.set_ylim(0, ymax)
-        right.set_ylabel(f"admitted in\ntrailing {window_ms / 1000:g} s", fontsize=9)
-        right.legend(loc="upper left", fontsize=8, frameon=False)
-    axes[-1, 0].set_xlabel("second of the run (s)")
-    axes[-1, 1].set_xlabel("time (s)")
+        rows, cols, figsize=(8.4, _ROW_IN * rows + 1.0), sharex=True, sharey=True, squeeze=False
+    )
+    ymax = max(2 * limit, int(curve["in_window"].max())) * 1.65  # room for two lines of text
+    seams = [s * window_s for s in range(math.ceil(lo_s / window_s), int(hi_s // window_s) + 1)]
+    for ax, algorithm in zip(axes.flat, names, strict=False):
+        _panel(ax, algorithm, curve, per_second, limit, window_s, (first_s, second_s), seams)
+        ax.set_xlim(lo_s, hi_s)
+        ax.set_ylim(0, ymax)
+    for ax in axes.flat[len(names) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)", fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"admitted in\ntrailing {window_s:g} s", fontsize=9)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, frameon=False)
     fig.suptitle(_title(frame, curve, limit, window_ms, first_s, second_s), fontsize=11)
-    # a little more than tight_layout's own room under the two-line title, so that no font or
-    # renderer puts its second line onto the first row's panel titles
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
+    # room under the two-line title (so that its second line clears the first row's panel
+    # titles in any font) and over the legend at the foot
+    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
     return fig
+
+
+def _panel(  # noqa: PLR0913 (one panel: its axes, the run's frames and its parameters)
+    ax: Axes,
+    algorithm: str,
+    curve: pd.DataFrame,
+    per_second: pd.DataFrame,
+    limit: int,
+    window_s: float,
+    bursts_s: tuple[float, float],
+    seams: list[float],
+) -> None:
+    """One algorithm's curve, the limit, the seams, and what each burst got through."""
+    c = curve[curve["algorithm"] == algorithm]
+    ps = per_second[per_second["algorithm"] == algorithm]
+    ax.plot(c["t_ms"] / 1000, c["in_window"], color=PALETTE[algorithm], lw=2)
+    ax.axhline(limit, color="black", lw=1, ls="--", label=f"limit ({limit})")
+    for i, seam in enumerate(seams):
+        label = f"clock seam (every {window_s:g} s)" if i == 0 else None
+        ax.axvline(seam, color="#777777", lw=1, ls=":", label=label)
+    # the bursts are seconds apart on a minute-wide axis: their counts go in words, not on it
+    got = ", ".join(
+        f"{b:g} s: +{int(ps.loc[ps['second'] == int(b), 'admitted'].sum())}"
+        for b in sorted(set(bursts_s))
+    )
+    peak = int(c["in_window"].max())
+    total = int(ps[["admitted", "refused"]].sum().sum())
+    ax.text(
+        0.02, 0.95, f"admitted {int(ps['admitted'].sum())} of {total} ({got})\n"
+        f"most in a window: {peak} ({peak / limit:.2f}× the limit)",
+        transform=ax.transAxes, fontsize=9, ha="left", va="top", linespacing=1.3,
+    )  # fmt: skip
+    ax.set_title(LABELS[algorithm], fontsize=10)
+    ax.tick_params(labelsize=9)
 
 
 def _title(

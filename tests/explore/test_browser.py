@@ -199,12 +199,12 @@ def test_explorer_in_jupyterlab(workdir, browser_page, tmp_path):
             dirty = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
             assert dirty.count() == 0, "the notebook is marked modified on open"
         page.evaluate("() => { window.jupyterapp.commands.execute('docmanager:save'); }")
-        source = workdir / "notebooks" / "00_explorer.py"
+        source = workdir / "notebooks" / "src" / "00_explorer.py"
         stamp = source.stat().st_mtime_ns
         deadline = time.monotonic() + WAIT_MS / 1000
         while source.stat().st_mtime_ns == stamp and time.monotonic() < deadline:
             page.wait_for_timeout(300)
-        assert source.read_text() == (ROOT / "notebooks" / "00_explorer.py").read_text(), (
+        assert source.read_text() == (ROOT / "notebooks" / "src" / "00_explorer.py").read_text(), (
             "saving the notebook rewrote its paired source"
         )
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
@@ -42,6 +42,7 @@ from simulator.backends import ClusterBackend, ScriptError, make_backend
 from simulator.backends.embedded_cluster import EmbeddedCluster
 from simulator.bench.servers import bench_servers, server_trace
 from simulator.charts.servers import replay_speed_figure
+from simulator.display import compact
 from simulator.engine.realtime import server_time_bound, server_time_free
 from simulator.engine.run import simulate
 from simulator.engine.scenario import ConstantRate, Scenario
@@ -175,7 +176,12 @@ cluster.stop()
 # instead; it makes the same decisions here (the trace fits in one window).
 
 # %%
-figures = pd.DataFrame(bench_servers(BENCH_DECISIONS))
+said: list[str] = []  # the bench's own lines: its setup first, then a text table too wide here
+figures = pd.DataFrame(bench_servers(BENCH_DECISIONS, out=said.append))
+print(said[0])
+compact(figures, 2, scroll=True)
+
+# %%
 replay_speed_figure(figures)
 
 # %% [markdown]

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
@@ -33,7 +33,6 @@ SECOND_S = 61.0  # second of the second burst
 # %%
 # %matplotlib inline
 import pandas as pd
-from IPython.display import Markdown
 
 from simulator import metrics
 from simulator.algorithms import ALGORITHMS
@@ -41,6 +40,8 @@ from simulator.algorithms.scripts import load
 from simulator.charts.burst import boundary_burst_figure
 from simulator.display import compact
 from simulator.engine.run import boundary_burst
+from simulator.lessons import hold, reveal
+from simulator.lessons.burst import CARD, beyond_intro
 from simulator.records import http_headers
 
 WINDOW_MS = round(WINDOW_S * 1000)
@@ -59,17 +60,12 @@ WINDOW_MS = round(WINDOW_S * 1000)
 # | `token_bucket` | a bucket of `burst` tokens (default: the limit) refilled at 100 per minute, continuously; a new client starts full |
 # | `gcra` | the same meter kept as one time per client: requests spaced 0.6 s apart, `burst` of them allowed at once |
 #
-# Edit the dictionary with your guesses; the run below compares them with what happens.
+# Write how many of the 200 requests you think each one admits, e.g.
+# `my_guess = {"fixed_window": 100, "echomq": 100, ...}`, and run the cell. The reveal below
+# stays shut (it says *make your guess first*) while `my_guess` is `None`.
 
 # %%
-my_guess = {
-    "fixed_window": 100,
-    "echomq": 100,
-    "sliding_log": 100,
-    "sliding_counter": 100,
-    "token_bucket": 100,
-    "gcra": 100,
-}
+my_guess = None  # your guesses: {"fixed_window": ..., "echomq": ..., ...}
 
 # %% [markdown]
 # ## Run
@@ -79,11 +75,24 @@ my_guess = {
 
 # %%
 log = pd.concat(
-    [boundary_burst(a, LIMIT, WINDOW_S, FIRST_S, SECOND_S) for a in ALGORITHMS], ignore_index=True
+    [boundary_burst(a, LIMIT, WINDOW_S, FIRST_S, SECOND_S) for a in CARD], ignore_index=True
 )
 summary = metrics.burst_summary(log, WINDOW_MS)
-summary["your guess"] = pd.Series(my_guess)
-compact(summary, 2, trim=True)
+
+# %% [markdown]
+# ## Reveal
+#
+# Your guess against what the scripts admitted (run the guess cell first):
+
+# %%
+reveal(my_guess, summary["admitted"], "admitted", question="How many get through?")
+
+# %% [markdown]
+# The whole summary: `max in window` is the most admitted inside any trailing window, the
+# figure the limit promises to hold; `ratio to limit` is that over the limit.
+
+# %%
+hold(my_guess, compact(summary, 2, trim=True), "the summary")
 
 # %% [markdown]
 # Each row of the log carries what a server would put in its response headers. Below is each
@@ -111,7 +120,12 @@ first_refusals = log[~log["allowed"]].groupby("algorithm").head(1)
 # ## See it
 
 # %%
-boundary_burst_figure(log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S)
+hold(my_guess, boundary_burst_figure(log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S), "the chart")
+
+# %% [markdown]
+# Each panel is one limiter: the count admitted in the trailing window at each instant, against
+# the limit (dashed). The dotted line is the clock grid's seam, where a clock-aligned window
+# starts again; the line in each panel says what each burst got through.
 
 # %% [markdown]
 # ## Step through the seam: what the server holds
@@ -124,7 +138,15 @@ boundary_burst_figure(log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S)
 # (`LIMIT + 1`) and the one after it, for the fixed window and the exact log.
 
 # %%
-from simulator.explore.steps import keys_text, step_through, steps_frame  # noqa: E402
+from simulator.explore.steps import step_through, steps_frame  # noqa: E402
+from simulator.lessons.burst import (  # noqa: E402
+    anchored_story,
+    bucket_story,
+    fixed_window_story,
+    keys_story,
+    seam_story,
+    sliding_counter_story,
+)
 
 around = [LIMIT - 1, LIMIT, LIMIT + 1]  # positions from 0: requests LIMIT to LIMIT + 2
 seam = {}
@@ -145,30 +167,13 @@ compact(
 # The keys on the server after each of those calls, read from it (not rebuilt in Python):
 
 # %%
-Markdown(
-    "\n".join(
-        f"- **{name}**, after request {s.index + 1} (t = {s.t_ms:,} ms): {keys_text(s.after)}"
-        for name, steps in seam.items()
-        for s in steps
-    )
-)
+keys_story(seam)
 
 # %% [markdown]
 # What they say (the figures come from the steps above):
 
 # %%
-fw_first, sl_first = seam["fixed_window"][1], seam["sliding_log"][1]
-(sl_log,) = sl_first.before
-Markdown(
-    f"At request {LIMIT + 1} (second {fw_first.t_ms / 1000:g}) the fixed window's script counts "
-    f"in the key of the new grid cell, `{fw_first.after[-1].key}`, which it has just created "
-    f"(value {fw_first.after[-1].value}): the counter of the first burst is still on the server "
-    f"but no longer read, so the request is **{'admitted' if fw_first.allowed else 'refused'}**. "
-    f"The sliding log keeps one key, `{sl_log.key}`, holding **{sl_log.size}** members all scored "
-    f"in second {FIRST_S:g}: the request is **{'admitted' if sl_first.allowed else 'refused'}** "
-    f"with `Retry-After: {sl_first.headers.get('Retry-After', '–')}` (seconds until the oldest "
-    f"member leaves the window), and the exact count before it is {sl_first.exact_in_window}."
-)
+seam_story(seam, LIMIT, FIRST_S)
 
 # %% [markdown]
 # ## Why the clock-aligned window lets twice the limit through
@@ -185,13 +190,7 @@ fw = ALGORITHMS["fixed_window"](None, LIMIT, WINDOW_MS)  # keys only, no server 
 # **2 × limit**. What this run shows (the numbers come from the run above):
 
 # %%
-peak = summary["max_in_window"]
-Markdown(
-    f"In the fixed window's row of the chart above, the right-hand panel shows the trailing "
-    f"{WINDOW_S:g}-s count reaching **{peak['fixed_window']}**, "
-    f"{peak['fixed_window'] / LIMIT:.2f}× the limit of {LIMIT}; the exact log's never passes "
-    f"**{peak['sliding_log']}**."
-)
+fixed_window_story(summary, LIMIT, WINDOW_S)
 
 # %% [markdown]
 # ## Why the first-hit window does not, here
@@ -229,12 +228,7 @@ anchored = simulate(
         ),
     )
 )
-anchored_summary = metrics.burst_summary(anchored, WINDOW_MS)
-Markdown(
-    f"**{anchored_summary.loc['echomq', 'max_in_window']}** of the "
-    f"{anchored_summary.loc['echomq', 'requests']} requests are admitted within one "
-    f"{WINDOW_S:g}-s window: {anchored_summary.loc['echomq', 'ratio_to_limit']:.2f}× the limit."
-)
+anchored_story(metrics.burst_summary(anchored, WINDOW_MS), WINDOW_S)
 
 # %% [markdown]
 # ## Why the sliding counter lets a few through
@@ -249,18 +243,7 @@ sc = log[(log["algorithm"] == "sliding_counter") & (log["t_ms"] == round(SECOND_
 compact(sc[["t_ms", "allowed", "count"]].head(4), 3, trim=True)
 
 # %%
-estimates = sc["count"].tolist()
-extra = int(summary.loc["sliding_counter", "max_in_window"]) - LIMIT
-Markdown(
-    f"The estimate starts at **{estimates[0]:.2f}** "
-    f"({'admitted' if sc['allowed'].iloc[0] else 'refused'}), then "
-    + ", ".join(
-        f"{e:.2f} ({'admit' if a else 'refuse'})"
-        for e, a in zip(estimates[1:4], sc["allowed"].iloc[1:4], strict=False)
-    )
-    + f": **{max(extra, 0)}** more than the limit in one trailing window. The estimate assumes "
-    "the previous window's requests were spread evenly, and here they were not."
-)
+sliding_counter_story(log, summary, LIMIT, SECOND_S)
 
 # %% [markdown]
 # ## Why the buckets let a few through too
@@ -271,16 +254,7 @@ Markdown(
 # the same meter kept as a time instead of a level, so it decides the same here.
 
 # %%
-tb = log[(log["algorithm"] == "token_bucket") & (log["t_ms"] == round(SECOND_S * 1000))]
-refill = (SECOND_S - FIRST_S) * LIMIT / WINDOW_S
-Markdown(
-    f"At {SECOND_S:g} s the bucket holds **{tb['count'].iloc[0]:.2f}** tokens "
-    f"({SECOND_S - FIRST_S:g} s x {LIMIT} per {WINDOW_S:g} s = {refill:.2f} refilled), so "
-    f"**{int(tb['allowed'].sum())}** of the second burst get through: "
-    f"{int(summary.loc['token_bucket', 'admitted'])} in all for the token bucket, "
-    f"{int(summary.loc['gcra', 'admitted'])} for GCRA. A bucket's promise is a rate with a burst "
-    "saved up, not a count per window: any window may hold the burst plus a window's refill."
-)
+bucket_story(log, summary, LIMIT, WINDOW_S, FIRST_S, SECOND_S)
 
 # %% [markdown]
 # ## What it means
@@ -303,6 +277,27 @@ Markdown(
 # %%
 inside = (WINDOW_S + 1, 2 * WINDOW_S - 1)  # both bursts inside one grid window
 both = pd.concat(
-    [boundary_burst(a, LIMIT, WINDOW_S, *inside) for a in ALGORITHMS], ignore_index=True
+    [boundary_burst(a, LIMIT, WINDOW_S, *inside) for a in CARD], ignore_index=True
 )
 compact(metrics.burst_summary(both, WINDOW_MS)[["requests", "admitted", "max_in_window"]])
+
+# %% [markdown]
+# ## Beyond the card
+#
+# The registry holds more limiters than the six on the card. Each is a variation on one of them:
+
+# %%
+beyond = [name for name in ALGORITHMS if name not in CARD]
+beyond_intro(beyond)
+
+# %% [markdown]
+# The same two bursts through each of them, and the same chart:
+
+# %%
+beyond_log = pd.concat(
+    [boundary_burst(a, LIMIT, WINDOW_S, FIRST_S, SECOND_S) for a in beyond], ignore_index=True
+)
+compact(metrics.burst_summary(beyond_log, WINDOW_MS), 2, trim=True)
+
+# %%
+boundary_burst_figure(beyond_log, LIMIT, WINDOW_MS, FIRST_S, SECOND_S)

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
@@ -49,6 +49,7 @@ from IPython.display import Markdown
 
 from simulator.charts import memory as charts_memory
 from simulator.display import compact
+from simulator.lessons import reveal
 from simulator.studies import bigkey, memory, memory_tables
 
 pd.set_option("display.width", 160)
@@ -64,7 +65,13 @@ pd.set_option("display.max_columns", 20)
 # * sliding counter: two counters, 76 B, **0.38 GB**
 # * sliding log: 30 + 100 × 24 = 2,430 B per user, **12 GB**
 #
-# **Predict:** how far off is each figure on a real server? Which way?
+# **Predict:** how far off is each figure on a real server? Which way? Write what you think
+# a real Valkey holds for 5 million users at a limit of 100, in GB, e.g.
+# `my_guess = {"fixed_window": 0.3, "sliding_counter": 0.6, "sliding_log": 15}`, and run the
+# cell; the reveal after the measurements waits for it.
+
+# %%
+my_guess = None  # GB for 5M users: {"fixed_window": ..., "sliding_counter": ..., "sliding_log": ...}
 
 # %%
 board = memory_tables.whiteboard(limit=100)
@@ -114,7 +121,18 @@ compact(
         ]
     ],
     2,
+    scroll=True,  # four index columns and five figures: wider than the column, so a scroll box
 )
+
+# %% [markdown]
+# ## Reveal
+#
+# Your figures against the server's, steady state at a limit of 100 (the first id format):
+
+# %%
+steady = per_user[(per_user["state"] == "steady") & (per_user["limit"] == 100)]
+measured_gb = steady.groupby("algorithm", sort=False)["total_at_5m_bytes"].first() / 1e9
+reveal(my_guess, measured_gb, "GB", question="5 million users, limit 100")
 
 # %% [markdown]
 # The whiteboard beside the server, for 100 requests per minute (steady state; the worst moment is

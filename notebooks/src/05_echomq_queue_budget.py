@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
@@ -45,6 +45,7 @@ import pandas as pd
 
 from simulator.charts import queue as charts_queue
 from simulator.display import compact
+from simulator.lessons import reveal
 from simulator.studies import queue_studies, telemetry
 from simulator.studies.queue_budget import run
 
@@ -64,6 +65,12 @@ pd.set_option("display.max_columns", 30)
 # **Prediction.** Exactly 10 admitted per window, never more; the other 20 per second wait, so
 # latency climbs to the 5 s staleness limit and half or more are dropped. Every wait is a
 # dequeue that puts the job back: a *wasted dequeue*.
+#
+# Your guess first: what share of the jobs, in percent, is dropped as stale? Write it, e.g.
+# `my_guess = 50`, and run the cell; the reveal after the run waits for it.
+
+# %%
+my_guess = None  # percent of jobs dropped as stale
 
 # %%
 basic = queue_studies.basic_scenario(FULL)
@@ -83,6 +90,10 @@ queue_studies.budget_windows(exact_run)["admitted"].agg(["count", "min", "max"])
 jobs_and_dequeues = queue_studies.job_summary(pad.jobs).join(
     queue_studies.dequeue_summary(pad.dequeues).drop(columns="dropped")
 )
+exact_label = next(label for label in jobs_and_dequeues.index if label.endswith("defer_pad_ms=0"))
+reveal(my_guess, 100 * jobs_and_dequeues.loc[exact_label, "dropped_share"], "% dropped")
+
+# %%
 # the jobs' fate, then what their dequeues cost: two tables, each fits the column
 compact(
     jobs_and_dequeues[

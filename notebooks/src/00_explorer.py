@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
@@ -18,6 +18,9 @@
 # Every algorithm of the registry decides the same traffic with its **real Lua script**, on a
 # fake server whose clock follows the simulation. Try this first: click *boundary burst*, then
 # step through the requests of second 61. (What each part shows is explained below.)
+#
+# Teaching with it, or wondering which lessons to take in 45 or 90 minutes? See
+# [docs/teaching.md](../docs/teaching.md).
 
 # %% tags=["parameters"]
 LIMIT = 10  # requests allowed per window, to start with

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
@@ -54,6 +54,18 @@ from simulator import compare
 from simulator.charts.compare import client_flips_figure, flips_over_time_figure, scorecard_figure
 from simulator.comparison.choice import pick
 from simulator.display import compact
+from simulator.lessons import reveal
+
+# %% [markdown]
+# ## Your guess
+#
+# For each candidate: how many requests that the fixed window admits today would it refuse
+# (its *flips to refused*)? Write them by algorithm, e.g.
+# `my_guess = {"sliding_counter": 50, "token_bucket": 50, "sliding_log": 50}`, and run the
+# cell; the reveal after the run waits for it.
+
+# %%
+my_guess = None  # flips to refused: {"sliding_counter": ..., "token_bucket": ..., "sliding_log": ...}
 
 # %% [markdown]
 # ## Run
@@ -75,16 +87,32 @@ Markdown(
 )
 
 # %% [markdown]
-# ## The scorecard
+# ## Reveal
 
 # %%
-columns = [
-    "candidate", "admitted", "refused", "flips_to_refused", "flips_to_admitted",
-    "clients_affected", "wrongly_admitted", "wrongly_refused", "most_in_window_ratio",
-    "retry_after_p50_s", "retry_after_p99_s", "bytes_per_active_client", "peak_active_clients",
-    "depends_on",
+flips = scorecard.iloc[1:].set_index("candidate")["flips_to_refused"]
+reveal(my_guess, flips.rename(lambda c: c.split(":")[0]), "flips", question="Flips to refused")
+
+# %% [markdown]
+# ## The scorecard
+#
+# In two tables, each the width of the column: what each configuration decides, then what it
+# costs and what its numbers rest on.
+
+# %%
+card = scorecard.set_index("candidate")
+decided = [
+    "admitted", "refused", "flips_to_refused", "flips_to_admitted", "clients_affected",
+    "wrongly_admitted", "wrongly_refused",
 ]  # fmt: skip
-compact(scorecard[columns].set_index("candidate"), digits=2)
+compact(card[decided], digits=2)
+
+# %%
+costs = [
+    "most_in_window_ratio", "retry_after_p50_s", "retry_after_p99_s", "bytes_per_active_client",
+    "peak_active_clients", "depends_on",
+]  # fmt: skip
+compact(card[costs], digits=2)
 
 # %%
 scorecard_figure(scorecard)

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
@@ -54,10 +54,22 @@ import pandas as pd
 from simulator.algorithms import ALGORITHMS
 from simulator.charts import accuracy as charts_accuracy
 from simulator.display import compact
+from simulator.lessons import reveal
 from simulator.studies import accuracy, adversary
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
+
+# %% [markdown]
+# ## Your guess
+#
+# Cloudflare measured 0.003 % of decisions going the other way from the exact answer. Clients
+# here send 1.5× the limit, steadily (the `poisson_over` family below): what share of their
+# decisions, in percent, does the counter decide differently from the exact log? Write it, e.g.
+# `my_guess = 0.5`, and run the cell; the reveal further down waits for it.
+
+# %%
+my_guess = None  # percent of decisions decided differently, poisson_over
 
 # %% [markdown]
 # ## Run the families
@@ -80,6 +92,13 @@ compact(check.set_index(["family", "algorithm"]))
 
 # %%
 assert (check["allowed_mismatches"] == 0).all() and (check["count_mismatches"] == 0).all()
+
+# %% [markdown]
+# ## Reveal
+
+# %%
+differently = summary.set_index("family")["decided_differently_pct"]
+reveal(my_guess, differently["poisson_over"], "%", question="Decided differently, poisson_over")
 
 # %% [markdown]
 # ## Our figures next to Cloudflare's

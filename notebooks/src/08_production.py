@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
 #     text_representation:
 #       extension: .py
@@ -38,6 +38,7 @@ from IPython.display import Markdown
 
 from simulator.algorithms import ALGORITHMS
 from simulator.charts import production as charts
+from simulator.display import compact
 from simulator.studies import production as st
 
 # %matplotlib inline
@@ -98,7 +99,7 @@ outage = st.OutageSetup(
 )
 frames = pd.concat([st.outage_run(outage, m) for m in st.MODES], ignore_index=True)
 outages = st.outage_summary(frames, outage)
-outages
+compact(outages, 2, scroll=True)
 
 # %%
 charts.outage_figure(frames, outages, outage)
