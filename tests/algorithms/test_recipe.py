@@ -89,10 +89,10 @@ def _add_the_algorithm(repo: Path) -> None:
     anchor = "from simulator.algorithms.token_bucket import"
     assert anchor in text, "the registry's imports are not as CONTRIBUTING.md's step 3 says"
     text = text.replace(anchor, f"from simulator.algorithms.{NAME} import Recipe\n{anchor}", 1)
-    block = re.search(r"\nALGORITHMS: dict\[.*?\n\}\n", text, flags=re.DOTALL)
-    assert block, "no ALGORITHMS = {...} block in simulator/algorithms/__init__.py"
+    block = re.search(r"\nALGORITHMS: dict\[.*?\n\)\n", text, flags=re.DOTALL)
+    assert block, "no ALGORITHMS = _Registry(...) block in simulator/algorithms/__init__.py"
     body = block.group(0)
-    closing = body.rindex("\n    )\n}")
+    closing = body.rindex("\n    )\n)")
     text = text.replace(body, body[:closing] + "\n        Recipe," + body[closing:], 1)
     registry.write_text(text)
 
