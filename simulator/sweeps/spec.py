@@ -102,6 +102,8 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
         raise ConfigError(f"{source}: grid: must be a table ([grid])")
     owner = f"{source}: grid"
     checked = _axes(owner, study, grid)
+    if study.check_grid is not None:  # every point's size, before any runs
+        study.check_grid(owner, checked)
     params = _params(owner, grid.get("params", {}), checked["algorithm"])
     spec = SweepSpec(name, study.name, checked, params, source)
     if grid_size(spec) > MAX_POINTS:
