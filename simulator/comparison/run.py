@@ -10,7 +10,6 @@ scorecard and the per-client table are the same, to the last figure.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from simulator.comparison.scorecard import (
 from simulator.comparison.server import on_server
 from simulator.comparison.spec import Candidate, resolve_candidates
 from simulator.comparison.split import MAX_SHARDS, SplitTrace, split_trace
+from simulator.playback.spool import work_folder
 
 __all__ = ["compare", "Listeners", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
 
@@ -120,7 +120,7 @@ def compare(
     from simulator.engine.workers import check_scheduler
 
     check_scheduler(scheduler)
-    with tempfile.TemporaryDirectory(prefix="compare-", dir=workdir) as folder:
+    with work_folder("compare-", workdir) as folder:  # its owner named: a later run clears it
         if isinstance(trace, pd.DataFrame):
             path, fmt = _frame_to_csv(trace, Path(folder) / "trace.csv"), "csv"
         else:
