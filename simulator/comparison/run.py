@@ -248,7 +248,16 @@ def _replay_all(
 
     def tasks_for(c: Candidate, bits: np.ndarray | None) -> list[Task]:
         return [
-            Task(c, k, str(f), bits, split.requests, timeline, shipped(c.algorithm))
+            Task(
+                c,
+                k,
+                str(f),
+                bits,
+                split.requests,
+                timeline,
+                shipped(c.algorithm),
+                len(split.shard_files),
+            )
             for k, f in enumerate(split.shard_files)
             if split.shard_requests[k]
         ]
