@@ -47,11 +47,15 @@ class Cells:
         return self.reset + math.floor((w * c - room * w) / c) + 1
 
     def reset_for(self, c: int) -> int:
-        """The grid end, unless a request of cost 1 would still be refused there."""
+        """When a request comes back: 1 ms past the grid end, unless a request of cost 1 would
+        still be refused there. At the end itself the count ``c`` still weighs fully and only
+        the previous window's last share (``prev / w``) leaves, which brings back a request only
+        when it was a whole one (or when nothing is counted)."""
         w, limit = self.w, self.limit
+        back = self.reset + 1 if c > 0 and self.prev < w else self.reset
         if c + self.prev * (w - self.elapsed) / w < limit:
-            return self.reset
-        return max(self.reset, self.wait(c, limit))
+            return back
+        return max(back, self.wait(c, limit))
 
 
 class SlidingCounterRef(Reference):

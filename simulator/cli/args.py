@@ -16,6 +16,7 @@ from typing import Any
 
 from simulator.algorithms import ALGORITHMS
 from simulator.checks import MAX_LIMIT, MAX_T_MS, MAX_WINDOW_MS
+from simulator.engine.sizes import machine_bytes
 
 __all__ = [
     "UsageError",
@@ -72,11 +73,6 @@ def _integer(text: str, minimum: int, maximum: int | None) -> int:
     if value < minimum or (maximum is not None and value > maximum):
         raise argparse.ArgumentTypeError(f"must be {wanted}, got {_quoted(text)}")
     return value
-
-
-def machine_bytes() -> int:
-    """This machine's memory in bytes (all of it, not what is free at the moment)."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 #: The most LocalCluster workers: four per core (each is a process with its own memory).

@@ -17,32 +17,29 @@ from simulator.cli.args import (
     add_scheduler_options,
     add_script_option,
     counted,
-    machine_bytes,
     params_for,
     print_time_notes,
     second_of_run,
     without_commands,
 )
+from simulator.engine.sizes import BYTES_PER_DECISION, burst_too_big, most_burst_requests
 from simulator.policy import resolve
 
 __all__ = ["register", "cmd_burst", "most_requests"]
-
-#: What one decision row weighs while a burst runs (the fake server's keys, the log, its frame):
-#: about 250 bytes measured with ``burst --limit 20000`` and ``--limit 100000``, rounded up.
-BYTES_PER_DECISION = 300
 
 
 def most_requests() -> int:
     """The most requests a burst may send per algorithm (2 x users x per burst): every
     algorithm's decisions are held until the summary, in at most half this machine's memory."""
-    return machine_bytes() // 2 // BYTES_PER_DECISION // max(1, len(ALGORITHMS))
+    return most_burst_requests(len(ALGORITHMS))
 
 
 def _check_size(args: argparse.Namespace) -> None:
     """Refuse, before anything runs, a burst whose decisions would not fit in memory."""
     n = args.limit if args.per_burst is None else args.per_burst
-    requests, most = 2 * args.users * n, most_requests()
-    if requests <= most:
+    requests = 2 * args.users * n
+    problem = burst_too_big(requests, len(ALGORITHMS))
+    if problem is None:
         return
     if args.per_burst is None:
         named = f"--limit {args.limit:,} (each burst sends the limit when --per-burst is not given)"
@@ -50,10 +47,7 @@ def _check_size(args: argparse.Namespace) -> None:
         named = f"--per-burst {args.per_burst:,}"
     raise UsageError(
         f"{named}: 2 bursts x {args.users:,} user{'s' if args.users > 1 else ''} x {n:,} = "
-        f"{requests:,} requests per "
-        f"algorithm, over the {most:,} whose decisions fit in this machine's memory "
-        f"(about {BYTES_PER_DECISION} bytes each, {len(ALGORITHMS)} algorithms, half of "
-        f"{machine_bytes() / (1 << 30):.1f} GiB); give a smaller --per-burst or fewer --users"
+        f"{problem}; give a smaller --per-burst or fewer --users"
     )
 
 

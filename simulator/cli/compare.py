@@ -4,6 +4,7 @@ this traffic? Each candidate replayed over the trace with the real Lua, scored s
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,6 @@ def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> 
 
 def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     """The baseline and the candidates the command line names, checked before anything is read."""
-    from simulator.cli.runs import OutputError, check_output
     from simulator.comparison import load_candidates, parse_spec
     from simulator.comparison.spec import resolve_candidates
 
@@ -153,17 +153,54 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     if not candidates:
         raise UsageError("give at least one --candidate SPEC or --candidates FILE.toml")
     resolve_candidates(baseline, candidates)  # a label given twice, before anything is read
-    for out in (args.out, args.clients_out):
-        try:
-            check_output(out, args.trace)  # before anything is computed
-        except OutputError as exc:
-            raise UsageError(str(exc)) from None
+    _check_outputs(args)
     if not args.backend.virtual_time and args.scheduler is not None:
         raise UsageError(
             "--scheduler runs shards on fake servers of their own; on a real server (--backend) "
             "the shards run here, one after another: leave --scheduler out"
         )
     return baseline, candidates
+
+
+CHART_NAMES = ("compare_flips_over_time", "compare_client_flips", "compare_scorecard")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """``--out``, ``--clients-out`` and ``--charts`` checked before anything is computed: each
+    can be written, none is the trace, no two name the same file (also through a link or
+    ``./``), and the charts' folder is made if it is not there."""
+    from simulator.playback.output import OutputError, check_output
+
+    named: dict[str, str] = {}
+    outputs = [("--out", args.out), ("--clients-out", args.clients_out)]
+    if args.charts is not None:
+        outputs += [
+            ("--charts", args.charts / f"{n}.{e}") for n in CHART_NAMES for e in ("png", "svg")
+        ]
+    for option, out in outputs:
+        if out is None:
+            continue
+        real = os.path.realpath(out)
+        if real in named:
+            raise UsageError(
+                f"{option} {out}: is the same file as {named[real]}; each output needs its own"
+            )
+        named[real] = f"{option} {out}"
+    if args.charts is not None:
+        if args.charts.exists() and not args.charts.is_dir():
+            raise UsageError(f"--charts {args.charts}: is not a folder")
+        try:
+            args.charts.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"--charts {args.charts}: cannot make the folder ({exc.strerror})"
+            ) from None
+    for option, out in outputs:
+        try:
+            if out is not None:
+                check_output(out, args.trace)
+        except OutputError as exc:
+            raise UsageError(str(exc).replace("--out", option, 1)) from None
 
 
 def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any]) -> Any:
@@ -204,18 +241,31 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
 
 
 def _write(args: argparse.Namespace, scorecard: Any, clients: Any) -> None:
-    """The files asked for: the scorecard, the clients, the charts."""
-    if args.out is not None:
-        scorecard.to_csv(args.out, index=False)
-        print(f"wrote {args.out}", file=sys.stderr)
-    if args.clients_out is not None:
-        clients.to_csv(args.clients_out, index=False, encoding="utf-8", errors="surrogateescape")
-        print(f"wrote {args.clients_out}", file=sys.stderr)
-    if args.charts is not None:
-        from simulator.charts.compare import save_compare_charts
+    """The files asked for: the scorecard, the clients, the charts. A disk that fills on the
+    way is one message naming the file (the scorecard is on standard output already)."""
+    option = "--out"
+    try:
+        if args.out is not None:
+            scorecard.to_csv(args.out, index=False)
+            print(f"wrote {args.out}", file=sys.stderr)
+        option = "--clients-out"
+        if args.clients_out is not None:
+            clients.to_csv(
+                args.clients_out, index=False, encoding="utf-8", errors="surrogateescape"
+            )
+            print(f"wrote {args.clients_out}", file=sys.stderr)
+        option = "--charts"
+        if args.charts is not None:
+            from simulator.charts.compare import save_compare_charts
 
-        for path in save_compare_charts(scorecard, clients, args.charts):
-            print(f"wrote {path}", file=sys.stderr)
+            for path in save_compare_charts(scorecard, clients, args.charts):
+                print(f"wrote {path}", file=sys.stderr)
+    except OSError as exc:
+        where = {"--out": args.out, "--clients-out": args.clients_out}.get(option, args.charts)
+        raise UsageError(
+            f"{option} {where}: cannot be written ({exc.strerror or exc}); the scorecard "
+            "is printed above"
+        ) from None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -250,19 +300,15 @@ def _keep_finished(args: argparse.Namespace, rows: list[dict[str, Any]], total: 
     print(format_scorecard(done))
     where = ""
     if args.out is not None:
-        done.to_csv(args.out, index=False)
-        where = f"; written to {args.out}"
+        try:
+            done.to_csv(args.out, index=False)
+            where = f"; written to {args.out}"
+        except OSError as exc:
+            where = f"; --out {args.out} cannot be written ({exc.strerror or exc})"
     print(
         f"{len(rows)} of {total} configurations were finished before the stop{where}",
         file=sys.stderr,
     )
-
-
-def _folder(text: str) -> Path:
-    path = Path(text)
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a folder that exists")
-    return path
 
 
 def register(sub: Any) -> None:
@@ -312,10 +358,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--charts",
-        type=_folder,
+        type=Path,
         default=None,
         metavar="DIR",
-        help="write the charts (flips over time, flips per client, the scorecard) as PNG and SVG in this folder",
+        help="write the charts (flips over time, flips per client, the scorecard) as PNG and SVG in this folder (made if it is not there)",
     )
     p.add_argument(
         "--top",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import pickle
 import sys
-import tempfile
 from typing import Any
 
 from simulator.cli.args import UsageError, positive_int, scheduler_address
@@ -87,7 +86,7 @@ def replay_sharded(args: argparse.Namespace) -> int:
     from simulator.engine.shards import not_per_client
     from simulator.engine.workers import SERIAL, dask_client, run_tasks
     from simulator.playback.output import DecisionCsv, HeaderColumns
-    from simulator.playback.spool import SpoolError
+    from simulator.playback.spool import SpoolError, work_folder
     from simulator.policy import resolve
     from simulator.userscripts.shipping import shipped
 
@@ -102,7 +101,7 @@ def replay_sharded(args: argparse.Namespace) -> int:
     params = params_for(args.algorithm, args.param, strict=True)
     tally = ReplayTally()
     try:
-        with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="replay-") as workdir:
+        with sigterm_interrupts(), work_folder() as workdir:
             split = split_trace(args.trace, args.format, workdir, args.shards)
             script = shipped(args.algorithm)
             tasks: list[ShardReplay] = [
@@ -110,27 +109,57 @@ def replay_sharded(args: argparse.Namespace) -> int:
                 for k, f in enumerate(split.shard_files)
                 if split.shard_requests[k]
             ]
-            with dask_client(SERIAL if args.scheduler is None else args.scheduler) as client:
-                for _, _, exc in run_tasks(client, _replay_shard, tasks):
-                    if exc is not None:
-                        raise exc
             headers = None
             if args.headers is not None:
                 policy = resolve(args.algorithm, args.limit, window_ms, params)
                 headers = HeaderColumns.of(args.headers, policy)
-            # In input order, as the serial replay writes: each shard's rows are sorted back.
-            sink = DecisionCsv(args.out, False, None, workdir, costs=split.costs, headers=headers)
-            complete = False
+
+            def write(chosen: list[ShardReplay]) -> None:
+                # In input order, as the serial replay writes: each shard's rows are sorted back.
+                sink = DecisionCsv(args.out, False, None, workdir, split.costs, headers)
+                complete = False
+                try:
+                    for task in chosen:
+                        for rows in _batches(task[5]):
+                            tally(rows)
+                            sink(rows)
+                    complete = True
+                finally:
+                    sink.close(complete)
+
+            finished: list[int] = []
             try:
-                for task in tasks:
-                    for rows in _batches(task[5]):
-                        tally(rows)
-                        sink(rows)
-                complete = True
-            finally:
-                sink.close(complete)
+                with dask_client(SERIAL if args.scheduler is None else args.scheduler) as client:
+                    for i, _, exc in run_tasks(client, _replay_shard, tasks):
+                        if exc is not None:
+                            raise exc
+                        finished.append(i)
+            except KeyboardInterrupt:
+                _keep_finished(args, [tasks[i] for i in sorted(finished)], len(tasks), write)
+                raise
+            write(tasks)
     except (SpoolError, OutputError) as exc:
         raise UsageError(str(exc)) from None
     where = f"; wrote {args.out}" if args.out else ""
     print(f"{tally.summary(args.algorithm)} ({len(tasks)} shards){where}", file=sys.stderr)
     return 0
+
+
+def _keep_finished(args: argparse.Namespace, done: list[Any], total: int, write: Any) -> None:
+    """The run stopped before every shard was replayed: the rows of the shards that were are
+    written (in input order among themselves; the other shards' clients are missing), and the
+    message says how many shards that is."""
+    if not done:
+        print(f"none of the {total} shards was finished before the stop", file=sys.stderr)
+        return
+    try:
+        write(done)
+    except BaseException as exc:  # a second Ctrl-C, a full disk: the stop still goes on
+        print(f"the finished shards' rows could not be written ({exc})", file=sys.stderr)
+        return
+    where = f" to {args.out}" if args.out else ""
+    print(
+        f"{len(done)} of {total} shards were finished before the stop: their rows written{where} "
+        "(the other shards' clients are missing)",
+        file=sys.stderr,
+    )

@@ -10,7 +10,6 @@ scorecard and the per-client table are the same, to the last figure.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from simulator.comparison.server import on_server
 from simulator.comparison.spec import Candidate, resolve_candidates
 from simulator.comparison.split import MAX_SHARDS, SplitTrace, split_trace
 from simulator.engine.realtime import runs_on_real_time
+from simulator.playback.spool import work_folder
 
 __all__ = ["compare", "Listeners", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
 
@@ -51,26 +51,88 @@ def _run(
 ) -> list[Part]:
     """Every task's part, in the tasks' order: on ``backend`` here, or each on a fake server of
     its own (here, or on the Dask ``client``'s workers)."""
-    from simulator.engine.workers import run_tasks
-
     parts: list[Part] = [None] * len(tasks)  # type: ignore[list-item]
     if backend is not None and not backend.virtual_time:
         for i, task in enumerate(tasks):
             parts[i] = on_server(task, backend)
             on_task(parts[i])
         return parts
-    for i, part, exc in run_tasks(client, score_shard, tasks, scatter=client is not None):
-        if isinstance(exc, OSError) and client is not None:
-            raise ConfigError(
-                f"shard {tasks[i].shard_file}: a Dask worker could not read it ({exc}); "
-                "the workers must see this machine's temporary folder (TMPDIR on a disk "
-                "they share)"
-            ) from exc
-        if exc is not None:
-            raise exc
-        parts[i] = part
-        on_task(part)
+    todo = list(range(len(tasks)))
+    for attempt in range(1, TASK_ATTEMPTS + 1):
+        lost = _run_some(tasks, todo, client, parts, on_task, last=attempt == TASK_ATTEMPTS)
+        if not lost:
+            break
+        todo = lost  # their workers died: each runs again, on the workers left
     return parts
+
+
+def _run_some(
+    tasks: list[Task],
+    todo: list[int],
+    client: Any,
+    parts: list[Part],
+    on_task: Callable[[Part], None],
+    last: bool,
+) -> list[int]:
+    """The tasks ``todo`` run into ``parts``; those whose worker was lost on the way (to run
+    again). A lost scheduler, or no workers for :data:`NO_WORKERS_S`, is one ConfigError."""
+    from simulator.engine.workers import run_tasks
+
+    lost: list[int] = []
+    chosen = [tasks[i] for i in todo]
+    results = run_tasks(
+        client,
+        score_shard,
+        chosen,
+        scatter=client is not None,
+        no_workers_s=None if client is None else NO_WORKERS_S,
+    )
+    try:
+        for j, part, exc in results:
+            i = todo[j]
+            if exc is not None and client is not None and _worker_lost(exc):
+                if not last:
+                    lost.append(i)
+                    continue
+                raise ConfigError(
+                    f"shard {tasks[i].shard_file} ({tasks[i].candidate.name}): its worker was "
+                    f"lost {TASK_ATTEMPTS} times over; run the same command again"
+                )
+            if isinstance(exc, OSError) and client is not None and not _worker_lost(exc):
+                raise ConfigError(
+                    f"shard {tasks[i].shard_file}: a Dask worker could not read it ({exc}); "
+                    "the workers must see this machine's temporary folder (TMPDIR on a disk "
+                    "they share)"
+                ) from exc
+            if exc is not None:
+                raise exc
+            parts[i] = part
+            on_task(part)
+    except (OSError, TimeoutError) as exc:  # the client lost its scheduler
+        if client is None:
+            raise
+        raise ConfigError(
+            f"the Dask scheduler {getattr(client.scheduler, 'address', '?')} was lost "
+            f"({type(exc).__name__}: {exc}); run the same command again when it is back"
+        ) from None
+    finally:
+        results.close()
+    return lost
+
+
+def _worker_lost(exc: BaseException) -> bool:
+    """True for what a task's future says when its worker died (the task itself did nothing
+    wrong): Dask's KilledWorker, or a connection closed under it."""
+    from distributed import KilledWorker
+    from distributed.comm.core import CommClosedError
+
+    return isinstance(exc, KilledWorker | CommClosedError)
+
+
+#: How often a task whose worker died is run (Dask reruns it itself a few times first).
+TASK_ATTEMPTS = 3
+#: How long a run waits while the scheduler has no workers before it gives up.
+NO_WORKERS_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -121,7 +183,7 @@ def compare(
     from simulator.engine.workers import check_scheduler
 
     check_scheduler(scheduler)
-    with tempfile.TemporaryDirectory(prefix="compare-", dir=workdir) as folder:
+    with work_folder("compare-", workdir) as folder:  # its owner named: a later run clears it
         if isinstance(trace, pd.DataFrame):
             path, fmt = _frame_to_csv(trace, Path(folder) / "trace.csv"), "csv"
         else:
@@ -187,7 +249,16 @@ def _replay_all(
 
     def tasks_for(c: Candidate, bits: np.ndarray | None) -> list[Task]:
         return [
-            Task(c, k, str(f), bits, split.requests, timeline, shipped(c.algorithm))
+            Task(
+                c,
+                k,
+                str(f),
+                bits,
+                split.requests,
+                timeline,
+                shipped(c.algorithm),
+                len(split.shard_files),
+            )
             for k, f in enumerate(split.shard_files)
             if split.shard_requests[k]
         ]

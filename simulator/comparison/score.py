@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from simulator.algorithms.sliding_log import SlidingLogRef
+from simulator.checks import ConfigError
 from simulator.comparison.spec import Candidate
 from simulator.comparison.split import read_shard
 from simulator.records import Decisions
@@ -36,6 +37,17 @@ __all__ = ["Task", "Part", "score_shard", "merge_parts", "replay_shard"]
 
 #: Requests tallied between two prunings of the clients whose windows are empty.
 PRUNE_EVERY = 65_536
+#: What one client active at once weighs while its shard replays (its keys on the shard's fake
+#: server, the exact log's deque, the window tally): the 2,600 B measured with a million
+#: clients active at once (docs/compare.md), rounded up.
+BYTES_PER_ACTIVE_CLIENT = 3000
+
+
+def most_active_clients() -> int:
+    """The most clients one shard may hold active at once: half this machine's memory."""
+    from simulator.engine.sizes import machine_bytes
+
+    return machine_bytes() // 2 // BYTES_PER_ACTIVE_CLIENT
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,8 @@ class Task:
     requests: int
     timeline: tuple[int, int, int]
     script: Any = None
+    #: How many shards the trace is split into (for the advice when one holds too many).
+    shards: int = 1
 
 
 @dataclass
@@ -96,6 +110,8 @@ class _Tally:
         self.log = SlidingLogRef(c.limit, c.window_ms)
         self.exact = self.log.decide
         self.since_prune = 0
+        self.most_active = most_active_clients()
+        self.shard, self.shards = task.shard, max(1, task.shards)
         self.base = (
             None
             if task.baseline_bits is None
@@ -219,6 +235,15 @@ class _Tally:
             lo, hi = self.spans.pop(client)
             self.active[lo] += 1
             self.active[hi + 1] -= 1
+        held = len(logs)
+        if held > self.most_active:  # more would fill the machine: stop while it is one message
+            more = -(-held * self.shards // self.most_active) + 1
+            raise ConfigError(
+                f"shard {self.shard} ({self.part.candidate}): {held:,} clients active at once "
+                f"(a request within one window), over the {self.most_active:,} one shard holds "
+                f"in half this machine's memory (about {BYTES_PER_ACTIVE_CLIENT:,} bytes each); "
+                f"split the trace into more shards (--shards {more})"
+            )
 
     def done(self) -> Part:
         for lo, hi in self.spans.values():

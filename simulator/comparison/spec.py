@@ -22,7 +22,11 @@ from typing import Any
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import own_params
 from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError
+from simulator.playback.files import read_regular
 from simulator.policy import Policy, resolve
+
+#: The largest candidates file read (a few hundred tables fit in a few KiB).
+MOST_CANDIDATES_BYTES = 1 << 20
 
 __all__ = ["Candidate", "parse_spec", "load_candidates", "resolve_candidates"]
 
@@ -148,10 +152,9 @@ def parse_spec(text: str, default: Candidate | None = None, what: str = "SPEC") 
 def load_candidates(path: str | Path, default: Candidate | None = None) -> list[Candidate]:
     """The ``[[candidate]]`` tables of a TOML file."""
     path = Path(path)
+    raw = read_regular(path, "candidates file", MOST_CANDIDATES_BYTES)  # not /dev/zero, no FIFO
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the candidates ({exc.strerror or exc})") from None
+        data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: a candidates file must be UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:

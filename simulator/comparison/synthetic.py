@@ -24,11 +24,19 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.checks import ConfigError
+from simulator.checks import ConfigError, check_int, check_number
 
 __all__ = ["SyntheticLog", "write_log", "main"]
 
 _DAY_S = 86_400.0
+_YEAR_S = 365.25 * _DAY_S
+#: The most lines a log is written with (its blocks keep memory flat; this keeps it a log).
+MOST_LINES = 10_000_000_000
+#: The longest a log may span: its dates stay dates, its times far below 2^52 ms.
+MOST_SPAN_S = 100 * _YEAR_S
+#: Bursts may add at most this many times the quietest rate (they are drawn per block: more
+#: would make one block's bursts outweigh it, and memory grow with them).
+MOST_BURST_SHARE = 10
 _START_S = datetime(2015, 5, 17, tzinfo=UTC).timestamp()
 _PATHS = ("/", "/index.html", "/api/items", "/api/search", "/static/app.js", "/login")
 
@@ -49,18 +57,31 @@ class SyntheticLog:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        checks = (
-            ("lines", self.lines >= 1),
-            ("clients", 1 <= self.clients <= 2**24),
-            ("zipf", self.zipf > 0),
-            ("rate_per_s", self.rate_per_s > 0),
-            ("amplitude", 0 <= self.amplitude < 1),
-            ("bursts_per_hour", self.bursts_per_hour >= 0),
-            ("burst", self.burst >= 1),
-        )
-        for name, ok in checks:
-            if not ok:
-                raise ConfigError(f"SyntheticLog.{name}: out of range, got {getattr(self, name)!r}")
+        own = "SyntheticLog"
+        check_int(own, "lines", self.lines, 1, MOST_LINES)
+        check_int(own, "clients", self.clients, 1, 2**24)  # ids are 10.x.y.z: 24 bits
+        check_number(own, "zipf", self.zipf, positive=True, hi=10)
+        check_number(own, "rate_per_s", self.rate_per_s, positive=True, hi=1e7)
+        if not 0 <= check_number(own, "amplitude", self.amplitude) <= 0.99:
+            raise ConfigError(f"{own}.amplitude: must be from 0 to 0.99, got {self.amplitude!r}")
+        check_number(own, "bursts_per_hour", self.bursts_per_hour, hi=3600)
+        check_int(own, "burst", self.burst, 1, 100_000)
+        check_int(own, "seed", self.seed, 0, 2**64 - 1)
+        quietest = self.rate_per_s * (1 - self.amplitude)
+        span_s = self.lines / quietest
+        if span_s > MOST_SPAN_S:
+            raise ConfigError(
+                f"{own}.rate_per_s: {self.lines:,} lines at {self.rate_per_s:g}/s (the quietest "
+                f"hour {quietest:g}/s) would span up to {span_s / _YEAR_S:,.3g} years, over the "
+                f"{MOST_SPAN_S / _YEAR_S:.0f} a log is written for; give a higher rate"
+            )
+        burst_per_s = self.bursts_per_hour * self.burst / 3600
+        if burst_per_s > MOST_BURST_SHARE * quietest:
+            raise ConfigError(
+                f"{own}.bursts_per_hour: {self.bursts_per_hour:g} bursts of {self.burst:,} an "
+                f"hour are {burst_per_s:,.4g} requests/s, over {MOST_BURST_SHARE} times the "
+                f"quietest rate ({quietest:g}/s); give fewer or smaller bursts"
+            )
 
     def rate_at(self, t_s: float) -> float:
         """Requests per second at ``t_s`` seconds since the log's start (midnight UTC)."""
@@ -130,6 +151,19 @@ def write_log(path: str | Path, shape: SyntheticLog, fmt: str = "clf", block: in
     return written
 
 
+#: The option that sets each field, for messages in the command line's words.
+_OPTIONS = {
+    "lines": "--lines",
+    "clients": "--clients",
+    "zipf": "--zipf",
+    "rate_per_s": "--rate",
+    "amplitude": "--amplitude",
+    "bursts_per_hour": "--bursts-per-hour",
+    "burst": "--burst",
+    "seed": "--seed",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m simulator.comparison.synthetic",
@@ -155,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         n = write_log(args.out, shape, args.format)
     except ConfigError as exc:
-        print(f"{p.prog}: error: {exc}", file=sys.stderr)
+        field, _, rest = str(exc).partition(": ")
+        option = _OPTIONS.get(field.removeprefix("SyntheticLog."))
+        shown = f"{option}: {rest}" if option else str(exc)
+        print(f"{p.prog}: error: {shown}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"{p.prog}: error: {args.out}: {exc.strerror or exc}", file=sys.stderr)

@@ -96,8 +96,12 @@ def check_output(out: Path | None, trace: Path) -> None:
         if out.is_file():
             os.close(os.open(out, os.O_WRONLY))  # no O_TRUNC: the file stays as it is
         elif not out.exists():
-            os.close(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            out.unlink()
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                os.write(fd, b"\n")  # a full disk (or a file size limit) says so now
+            finally:
+                os.close(fd)
+                out.unlink()
     except OSError as exc:
         raise OutputError(f"{where}: cannot be written ({exc.strerror})") from None
 

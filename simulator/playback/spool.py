@@ -15,10 +15,11 @@ Each row has two integer keys, ``major`` then ``minor``, unique together (a requ
 position in the trace; a decision's position twice), and an item of any picklable kind.
 
 The runs live in a folder of the replay's own, ``$TMPDIR/replay-<pid>-<random>`` (:func:`work_folder`),
-removed when the replay ends. A replay killed outright (SIGKILL, the machine's OOM killer) cannot
-remove it, and its runs may weigh a hundred megabytes, so every new folder first removes those of
-this user's replays whose process is gone (:func:`remove_dead_folders`), as the embedded servers'
-folders are, and nothing else.
+removed when the replay ends; ``compare`` keeps its shards in ``compare-<pid>-<random>``. A run
+killed outright (SIGKILL, the machine's OOM killer) cannot remove its folder, and it may weigh
+gigabytes, so each folder holds an owner file (the pid and when that process started) and every
+new folder first removes those of this user's runs whose owner is gone
+(:func:`remove_dead_folders`): named so, with that file, and nothing else.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ __all__ = [
     "BLOCK_ROWS",
     "FAN_IN",
     "FOLDER_PREFIX",
+    "PREFIXES",
+    "OWNER_FILE",
 ]
 
 #: Rows sorted in memory before they are written out as one run.
@@ -57,38 +60,83 @@ BLOCK_ROWS = 4096
 FAN_IN = 32
 #: A replay's folder under ``$TMPDIR``: this, the pid of the process that made it, ``-``, random.
 FOLDER_PREFIX = "replay-"
+#: Every kind of run folder a later run may remove once its owner is gone.
+PREFIXES = ("replay-", "compare-")
+#: The file in a run folder that names its owner: ``<pid> <start time, s since the epoch>``.
+OWNER_FILE = "owner"
 
 
-def remove_dead_folders(root: str | Path | None = None) -> list[Path]:
-    """Remove the replay folders under ``root`` (default ``$TMPDIR``) that belong to this user and
-    whose process (``replay-<pid>-...``) is gone; return them. A folder of another user, of a
-    live process, or named otherwise stays."""
-    from simulator.backends.process import alive
+def _started(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), or None if it is gone."""
+    import psutil
 
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+def _owner_gone(folder: Path, pid: int) -> bool:
+    """True when the folder's owner file names ``pid`` and that process is gone (or the pid now
+    belongs to a process started at another time). A folder without a readable owner file, or
+    one naming another pid, is not ours to judge: False."""
+    try:
+        owner = folder / OWNER_FILE
+        info = os.lstat(owner)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > 100:
+            return False
+        text = owner.read_text(encoding="ascii").split()
+        recorded_pid, recorded_start = int(text[0]), float(text[1])
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return False
+    if recorded_pid != pid:
+        return False
+    started = _started(pid)
+    return started is None or abs(started - recorded_start) > 1.0
+
+
+def remove_dead_folders(
+    root: str | Path | None = None, prefixes: Sequence[str] = PREFIXES
+) -> list[Path]:
+    """Remove the run folders under ``root`` (default ``$TMPDIR``) of this user whose owner is
+    gone; return them. A folder is one only if it is named ``<prefix><pid>-...`` and holds an
+    owner file naming that pid and its start time (a pid used again by a later process does
+    not keep it); a folder of another user, of a live process, or named otherwise stays."""
     removed = []
     folder = Path(root if root is not None else tempfile.gettempdir())
     with contextlib.suppress(OSError):
-        for entry in folder.glob(f"{FOLDER_PREFIX}*"):
-            pid, sep, _ = entry.name.removeprefix(FOLDER_PREFIX).partition("-")
-            if not (sep and pid.isascii() and pid.isdigit()):
-                continue
-            try:
-                info = os.lstat(entry)
-            except OSError:
-                continue  # gone meanwhile
-            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-                continue  # a symlink, a file, or somebody else's
-            if not alive(int(pid)):
-                shutil.rmtree(entry, ignore_errors=True)
-                removed.append(entry)
+        for prefix in prefixes:
+            for entry in folder.glob(f"{prefix}*"):
+                pid, sep, _ = entry.name.removeprefix(prefix).partition("-")
+                if not (sep and pid.isascii() and pid.isdigit()):
+                    continue
+                try:
+                    info = os.lstat(entry)
+                except OSError:
+                    continue  # gone meanwhile
+                if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                    continue  # a symlink, a file, or somebody else's
+                if _owner_gone(entry, int(pid)):
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed.append(entry)
     return removed
 
 
-def work_folder() -> tempfile.TemporaryDirectory[str]:
-    """A new folder for a replay's runs, named after this process, once the folders of dead
-    replays are gone (a context manager: the folder goes with it)."""
-    remove_dead_folders()
-    return tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
+def work_folder(
+    prefix: str = FOLDER_PREFIX, root: str | Path | None = None
+) -> tempfile.TemporaryDirectory[str]:
+    """A new folder for a run's files, ``<prefix><pid>-<random>`` holding an owner file (this
+    pid and its start time), once the folders of dead runs are gone (a context manager: the
+    folder goes with it)."""
+    remove_dead_folders(root)
+    made = tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-", dir=root)
+    try:
+        owner = Path(made.name) / OWNER_FILE
+        owner.write_text(f"{os.getpid()} {_started(os.getpid())!r}\n", encoding="ascii")
+    except BaseException:
+        made.cleanup()
+        raise
+    return made
 
 
 class SpoolError(RuntimeError):

@@ -22,17 +22,20 @@ back out as the very bytes read; a byte-order mark at the start is dropped.
 from __future__ import annotations
 
 import csv
+import functools
+import io
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from simulator.checks import MAX_LIMIT, MAX_T_MS, ConfigError
+from simulator.playback.files import open_regular
 from simulator.records import CLIENT_DTYPE
 
 __all__ = [
@@ -51,6 +54,8 @@ __all__ = [
 
 #: Requests per chunk handed out by the readers.
 CHUNK_REQUESTS = 65_536
+#: The longest line read (characters); the csv module's own limit on a field is 128 KiB.
+MOST_LINE_CHARS = 1 << 20
 _RANGE = f"must be from 0 to {MAX_T_MS:,} ms"
 
 
@@ -160,35 +165,44 @@ def iter_csv_trace(path: str | Path, chunk: int | None = None) -> Iterator[Reque
     optional ``cost`` column gives each request's cost (a whole number >= 1)."""
     path, chunk = Path(path), chunk or CHUNK_REQUESTS
     with _open(path) as fh:
-        reader = csv.reader(fh)
-        it, ic, ik, width = _csv_columns(path, next(reader, None))
-        start, t_ms, clients = 0, list[int](), list[str]()
-        costs: list[int] | None = None if ik is None else []
-        for row in reader:
-            if len(row) != width:
-                if not row:
-                    continue
-                raise TraceError(
-                    f"{path}:{reader.line_num}: expected {width} fields, got {len(row)}"
-                )
-            text = row[it]
-            try:
-                t = int(text)  # the usual case, and the quick one
-            except ValueError:
-                t = -1
-            if t < 0 or t > MAX_T_MS:
-                t = _slow_t_ms(path, reader.line_num, text)
-            t_ms.append(t)
-            clients.append(row[ic])
-            if costs is not None:
-                text = row[ik]  # type: ignore[index]
-                costs.append(1 if text == "1" else _cost(path, reader.line_num, text))
-            if len(t_ms) == chunk:
-                yield Requests(range(start, start + chunk), t_ms, clients, costs)
-                start, t_ms, clients = start + chunk, [], []
-                costs = None if costs is None else []
-        if t_ms:
-            yield Requests(range(start, start + len(t_ms)), t_ms, clients, costs)
+        reader = csv.reader(_lines(path, fh))
+        try:
+            yield from _csv_chunks(path, reader, chunk)
+        except csv.Error as exc:
+            raise TraceError(
+                f"{path}:{reader.line_num}: not a CSV row the reader accepts ({exc}; a field "
+                f"is at most {csv.field_size_limit():,} characters)"
+            ) from None
+
+
+def _csv_chunks(path: Path, reader: Any, chunk: int) -> Iterator[Requests]:
+    """The rows of ``reader`` (its header first) as requests, ``chunk`` at a time."""
+    it, ic, ik, width = _csv_columns(path, next(reader, None))
+    start, t_ms, clients = 0, list[int](), list[str]()
+    costs: list[int] | None = None if ik is None else []
+    for row in reader:
+        if len(row) != width:
+            if not row:
+                continue
+            raise TraceError(f"{path}:{reader.line_num}: expected {width} fields, got {len(row)}")
+        text = row[it]
+        try:
+            t = int(text)  # the usual case, and the quick one
+        except ValueError:
+            t = -1
+        if t < 0 or t > MAX_T_MS:
+            t = _slow_t_ms(path, reader.line_num, text)
+        t_ms.append(t)
+        clients.append(row[ic])
+        if costs is not None:
+            text = row[ik]  # type: ignore[index]
+            costs.append(1 if text == "1" else _cost(path, reader.line_num, text))
+        if len(t_ms) == chunk:
+            yield Requests(range(start, start + chunk), t_ms, clients, costs)
+            start, t_ms, clients = start + chunk, [], []
+            costs = None if costs is None else []
+    if t_ms:
+        yield Requests(range(start, start + len(t_ms)), t_ms, clients, costs)
 
 
 # host ident authuser [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" status bytes ...
@@ -217,7 +231,7 @@ def iter_clf_trace(path: str | Path, chunk: int | None = None) -> Iterator[Reque
     seen: dict[str, int] = {}  # a log's lines share their second with their neighbours
     with _open(path) as fh:
         start, t_ms, clients = 0, list[int](), list[str]()
-        for line_no, line in enumerate(fh, start=1):
+        for line_no, line in enumerate(_lines(path, fh), start=1):
             m = _CLF.match(line)
             if m is None:
                 if not line.strip():
@@ -290,16 +304,9 @@ _COMPRESSED = {
 _SNIFF_BYTES = 8192
 
 
-def _refuse_binary(path: Path) -> None:
+def _refuse_binary(path: Path, head: bytes) -> None:
     """A compressed or binary file is not read as text (its bytes would be quoted as a header):
-    one message saying what it is. Only a regular file is sniffed (a pipe is read once)."""
-    try:
-        if not path.is_file():
-            return
-        with path.open("rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
-        return  # the text open below says why
+    one message saying what it is."""
     for magic, kind in _COMPRESSED.items():
         if head.startswith(magic):
             raise TraceError(
@@ -315,11 +322,32 @@ def _refuse_binary(path: Path) -> None:
 
 
 def _open(path: Path) -> IO[str]:
-    _refuse_binary(path)
+    """The trace as text: a regular file only (``/dev/zero`` would never end, a FIFO would block),
+    its first bytes sniffed for a compressed or binary file."""
+    raw = open_regular(path, "trace", TraceError)
     try:
-        # Bytes that are not UTF-8 stay what they were (lone surrogates that encode back to the
-        # same bytes): replacing them with U+FFFD would merge distinct clients into one. A
-        # byte-order mark at the start (as some editors on Windows write) is not data.
-        return path.open(newline="", encoding="utf-8-sig", errors="surrogateescape")
+        head = raw.read(_SNIFF_BYTES)
+        _refuse_binary(path, head)
+        raw.seek(0)
     except OSError as exc:
-        raise TraceError(f"{path}: cannot open ({exc.strerror})") from None
+        raw.close()
+        raise TraceError(f"{path}: cannot read ({exc.strerror})") from None
+    except BaseException:
+        raw.close()
+        raise
+    # Bytes that are not UTF-8 stay what they were (lone surrogates that encode back to the
+    # same bytes): replacing them with U+FFFD would merge distinct clients into one. A
+    # byte-order mark at the start (as some editors on Windows write) is not data.
+    return io.TextIOWrapper(raw, newline="", encoding="utf-8-sig", errors="surrogateescape")
+
+
+def _lines(path: Path, fh: IO[str]) -> Iterator[str]:
+    """The lines of ``fh``, none longer than :data:`MOST_LINE_CHARS` (a 200 MB line without an
+    end is refused after reading that much, not held whole)."""
+    for number, line in enumerate(iter(functools.partial(fh.readline, MOST_LINE_CHARS), ""), 1):
+        if len(line) == MOST_LINE_CHARS and not line.endswith("\n"):
+            raise TraceError(
+                f"{path}:{number}: the line is longer than {MOST_LINE_CHARS:,} characters "
+                "(a trace's line is a time and a client); is this a trace?"
+            )
+        yield line

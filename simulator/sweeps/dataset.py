@@ -8,7 +8,10 @@ a file damaged afterwards (a bad disk, a copy cut short) does not read whole, an
 again says so and computes that task again instead of counting it finished. Each file records
 the fingerprint of the code that made it (a hash of the package's Python and Lua sources) in its
 metadata: a task made by other code is not finished for this code and runs again. The dataset
-reads with ``pandas.read_parquet(folder)`` as well (the rows of every task ever written there).
+reads with ``pandas.read_parquet(folder)`` as well (the rows of every task ever written there),
+as long as the folder holds the sweep's files only: a sweep refuses to write into a folder that
+holds a ``*.parquet`` named otherwise (:func:`foreign_files`), and :func:`read_dataset` reads
+task files only, whatever else lies there.
 
 The accuracy study's share of requests the algorithm admitted is ``admitted_pct`` (the
 ``algorithm`` column says which one); folders written when it was ``counter_admitted_pct`` read
@@ -21,6 +24,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,6 +40,8 @@ __all__ = [
     "read_dataset",
     "task_path",
     "task_state",
+    "is_task_file",
+    "foreign_files",
     "DONE",
     "STALE",
     "BROKEN",
@@ -46,6 +52,8 @@ _CODE_KEY = b"simulator.code"
 DONE, STALE, BROKEN = "done", "stale", "broken"
 #: Columns renamed since folders were first written: old name -> the name read.
 _RENAMED = {"counter_admitted_pct": "admitted_pct"}
+#: A task file's stem: the first 16 hex digits of a SHA-1 (:func:`task_id`).
+_TASK_NAME = re.compile(r"[0-9a-f]{16}")
 
 
 def task_id(study: str, point: dict[str, Any]) -> str:
@@ -130,12 +138,26 @@ def finished(folder: Path, tasks: Iterable[str], code: str) -> tuple[set[str], s
     return states[DONE], states[STALE], states[BROKEN]
 
 
+def is_task_file(path: Path) -> bool:
+    """A file named as a sweep names its task files: ``<16 hex digits>.parquet``."""
+    return path.suffix == ".parquet" and _TASK_NAME.fullmatch(path.stem) is not None
+
+
+def foreign_files(folder: Path) -> list[Path]:
+    """The ``*.parquet`` files in ``folder`` that are not a sweep's task files (a copy, an
+    export, another program's): ``pandas.read_parquet(folder)`` would read them too."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.parquet") if not is_task_file(p))
+
+
 def read_dataset(folder: Path, tasks: Iterable[str] | None = None) -> pd.DataFrame:
     """The rows of ``tasks`` (in that order; those not written are left out), or of every task
-    file in ``folder``."""
+    file in ``folder`` (files named otherwise are not the sweep's: left out)."""
     folder = Path(folder)
     paths = (
-        sorted(folder.glob("*.parquet"))
+        sorted(p for p in folder.glob("*.parquet") if is_task_file(p))
         if tasks is None
         else [p for p in (task_path(folder, t) for t in tasks) if p.exists()]
     )

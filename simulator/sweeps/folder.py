@@ -5,7 +5,9 @@ or under a place no one can write (``/proc``), is one message before anything is
 an error at the first result. While a sweep runs it holds ``<folder>/.lock``, made with
 ``O_EXCL`` and holding its process id: a second sweep into the same folder stops at once with
 one message naming the folder, instead of computing every task a second time. A lock left by a
-sweep that died without removing it (its process is gone) is taken over.
+sweep that died without removing it (its process is gone) is taken over. A folder holding a
+``*.parquet`` that is not a task file (named otherwise) is refused: the results read as one
+dataset with ``pandas.read_parquet(folder)`` only while the folder holds nothing else.
 """
 
 from __future__ import annotations
@@ -37,6 +39,16 @@ def check_folder(folder: Path) -> Path:
         raise ConfigError(f"output folder {folder}: cannot make it ({_why(exc)})") from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"output folder {folder}: cannot write into it (permission denied)")
+    from simulator.sweeps.dataset import foreign_files
+
+    stray = foreign_files(folder)
+    if stray:
+        more = f" (and {len(stray) - 1:,} more)" if len(stray) > 1 else ""
+        raise ConfigError(
+            f"output folder {folder}: holds {stray[0].name}{more}, not a task file of a sweep; "
+            "pandas.read_parquet(folder) would read it with the results: move it out, or "
+            "give another --out-dir"
+        )
     return folder
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulator.checks import ConfigError
+from simulator.playback.files import read_regular
 
 if TYPE_CHECKING:
     from simulator.algorithms.base import Param
@@ -49,6 +50,8 @@ __all__ = [
 
 #: The most grid points one spec may have (a typo such as 1e6 seeds should not start a sweep).
 MAX_POINTS = 1_000_000
+#: The largest sweep spec read.
+MOST_SPEC_BYTES = 1 << 20
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
@@ -67,10 +70,9 @@ class SweepSpec:
 def load_spec(path: str | Path) -> SweepSpec:
     """The spec in the TOML file at ``path`` (its name defaults to the file's stem)."""
     path = Path(path)
+    raw = read_regular(path, "sweep spec", MOST_SPEC_BYTES)  # not /dev/zero, no FIFO
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the sweep spec ({exc.strerror or exc})") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: a sweep spec must be UTF-8 text") from None
     try:
@@ -100,6 +102,8 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
         raise ConfigError(f"{source}: grid: must be a table ([grid])")
     owner = f"{source}: grid"
     checked = _axes(owner, study, grid)
+    if study.check_grid is not None:  # every point's size, before any runs
+        study.check_grid(owner, checked)
     params = _params(owner, grid.get("params", {}), checked["algorithm"])
     spec = SweepSpec(name, study.name, checked, params, source)
     if grid_size(spec) > MAX_POINTS:

@@ -63,6 +63,9 @@ class Study:
     run: Callable[[dict[str, Any]], pd.DataFrame]
     #: Extra columns a point gets from the spec (the accuracy study's traffic seed).
     derive: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
+    #: A check of the grid's axes together (values each fine alone can make a point too big),
+    #: run when the spec is parsed: ``(owner, checked axes)``, a ConfigError naming the values.
+    check_grid: Callable[[str, dict[str, tuple[Any, ...]]], None] | None = None
 
 
 def _algorithm(owner: str, name: str, value: Any) -> str:
@@ -169,6 +172,27 @@ def _burst(point: dict[str, Any]) -> pd.DataFrame:
     return burst_summary(frame, _window_ms(point)).reset_index()
 
 
+def _burst_sizes(owner: str, grid: dict[str, tuple[Any, ...]]) -> None:
+    """Every (limit, per_burst) of the grid within the bound ``burst`` itself keeps: a point
+    holds all its decisions until its summary, so one too big would fill the machine."""
+    from simulator.engine.sizes import burst_too_big
+
+    for limit in grid.get("limit", (_LIMIT.default,)):
+        for per_burst in grid.get("per_burst", (0,)):
+            n = per_burst or limit
+            problem = burst_too_big(2 * n, 1)
+            if problem is not None:
+                named = (
+                    f"per_burst = {per_burst:,}"
+                    if per_burst
+                    else (f"limit = {limit:,} (each burst sends the limit when per_burst is 0)")
+                )
+                raise ConfigError(
+                    f"{owner}: {named}: 2 bursts x {n:,} = {problem}; give a smaller "
+                    "limit or per_burst"
+                )
+
+
 _RUN_S = (MAX_T_MS - 1) / 1000
 
 #: Every study a sweep can run, by the name a spec's ``study`` takes.
@@ -213,6 +237,7 @@ STUDIES: dict[str, Study] = {
             Axis("per_burst", _int(0, MAX_LIMIT), 0),  # 0: the limit
         ),
         _burst,
+        check_grid=_burst_sizes,
     ),
 }
 

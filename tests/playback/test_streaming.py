@@ -261,9 +261,11 @@ def test_a_new_replay_removes_the_folders_of_dead_replays_and_nothing_else(tmp_p
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    dead = tmp_path / f"replay-{_dead_pid()}-abc"
+    pid = _dead_pid()
+    dead = tmp_path / f"replay-{pid}-abc"
     (dead / "sub").mkdir(parents=True)
     (dead / "sub" / "run-1.pickle").write_bytes(b"x" * 1000)
+    (dead / spool.OWNER_FILE).write_text(f"{pid} 1.0\n")  # its owner, as a run writes it
     live = tmp_path / f"replay-{os.getpid()}-def"
     live.mkdir()
     others = [tmp_path / "replay-notapid", tmp_path / "replay-12x-1", tmp_path / "unrelated-1-2"]

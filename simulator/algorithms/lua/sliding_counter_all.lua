@@ -19,8 +19,11 @@ Returns {allowed 0|1, estimate, limit, remaining, reset_ms, retry_after_ms}
   estimate        the estimate compared with the limit, as a string ('%.17g')
   remaining       requests of cost 1 still admitted right now after this one (a refused hit is
                   counted too, so after one it is what is left once it has been)
-  reset_ms        ms until the current grid window ends, or, if a request of cost 1 would
-                  still be refused then, until one is admitted again if nothing else arrives
+  reset_ms        ms until a request comes back: 1 ms past the current grid window's end (where
+                  this window's count starts to fade; the end itself when nothing is counted, or
+                  when the previous window's last ms weighed a whole request), or, if a request
+                  of cost 1 would still be refused then, until one is admitted again if nothing
+                  else arrives
   retry_after_ms  on a refusal, ms until the estimate (this hit counted) leaves room for this cost
                   if nothing else arrives (-1: never, the cost exceeds the limit); 0 when allowed
 ]]
@@ -48,10 +51,15 @@ local function unit_wait(c)
   return reset + math.floor((window * c - limit * window) / c) + 1
 end
 -- the grid end is when the quota comes back, unless a request would still be refused there
+-- At the grid end the previous window's last share (prev / window) leaves, and this window's
+-- count c still weighs fully: unless that share was a whole request, nothing comes back there,
+-- and the first request comes back one ms later, as c starts to fade.
 local function reset_for(c)
   local wait = unit_wait(c)
-  if wait > reset then return wait end
-  return reset
+  local back = reset
+  if c > 0 and prev < window then back = reset + 1 end
+  if wait > back then return wait end
+  return back
 end
 
 -- room is what the estimate must stay under for this cost: limit for a single request
