@@ -121,21 +121,13 @@ def format_clients(clients: Any, top: int) -> str:
 def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> None:
     """On a server the program did not start: refused, or each user's script rehearsed on the
     fake server over the trace's first requests (see simulator.userscripts.foreign)."""
-    from simulator.cli.rehearsal import rehearse_requests
+    from simulator.cli.rehearsal import first_requests, rehearse_requests
     from simulator.playback.traces import iter_trace
-    from simulator.userscripts.foreign import (
-        REHEARSAL_REQUESTS,
-        check_foreign,
-        is_foreign,
-    )
+    from simulator.userscripts.foreign import REHEARSAL_REQUESTS, check_foreign, is_foreign
 
     if not is_foreign(backend):
         return
-    first: list[tuple[str, int, int]] = []
-    for part in iter_trace(args.trace, args.format, REHEARSAL_REQUESTS):
-        first += zip(part.clients, part.t_ms, part.costs or [1] * len(part.t_ms), strict=True)
-        if len(first) >= REHEARSAL_REQUESTS:
-            break
+    first = first_requests(iter_trace(args.trace, args.format, REHEARSAL_REQUESTS))
     for spec in specs:
         rehearsal = rehearse_requests(first, spec.limit, spec.window_ms, spec.params)
         check_foreign(backend, [spec.algorithm], args, rehearsal)

@@ -8,7 +8,8 @@ above both the scripts' room and the replay's, and handed down.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -16,7 +17,7 @@ from simulator.backends import Backend
 from simulator.playback.run import replay
 from simulator.userscripts.foreign import REHEARSAL_REQUESTS, Rehearsal
 
-__all__ = ["rehearse_requests"]
+__all__ = ["first_requests", "rehearse_requests"]
 
 
 def rehearse_requests(
@@ -34,3 +35,15 @@ def rehearse_requests(
         return replay(trace, algorithm, limit, window_ms, fake, params=params)
 
     return run
+
+
+def first_requests(parts: Iterable[Any]) -> list[tuple[str, int, int]]:
+    """The first :data:`REHEARSAL_REQUESTS` requests ``(client, t_ms, cost)`` of a trace read in
+    parts (each with ``clients``, ``t_ms`` and ``costs``, None when every request costs 1)."""
+    first: list[tuple[str, int, int]] = []
+    for part in parts:
+        costs = part.costs or [1] * len(part.t_ms)
+        first += zip(part.clients, part.t_ms, costs, strict=True)
+        if len(first) >= REHEARSAL_REQUESTS:
+            break
+    return first[:REHEARSAL_REQUESTS]

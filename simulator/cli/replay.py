@@ -193,21 +193,12 @@ def _check_foreign(
 ) -> None:
     """On a server the program did not start: refused, or the script rehearsed on the fake
     server over the trace's first requests (see simulator.userscripts.foreign)."""
-    from simulator.cli.rehearsal import rehearse_requests
-    from simulator.userscripts.foreign import (
-        REHEARSAL_REQUESTS,
-        check_foreign,
-        is_foreign,
-    )
+    from simulator.cli.rehearsal import first_requests, rehearse_requests
+    from simulator.userscripts.foreign import check_foreign, is_foreign
 
     if not is_foreign(backend):
         return
-    first: list[tuple[str, int, int]] = []
-    for part in scan.in_time_order():
-        costs = part.costs or [1] * len(part.t_ms)
-        first += zip(part.clients, part.t_ms, costs, strict=True)
-        if len(first) >= REHEARSAL_REQUESTS:
-            break
+    first = first_requests(scan.in_time_order())
     rehearsal = rehearse_requests(first, args.limit, window_ms, params)
     check_foreign(backend, [args.algorithm], args, rehearsal)
 

@@ -189,7 +189,7 @@ def golden_log() -> str:
 
 def test_golden_tiny_scenario_frame():
     """A tiny scenario's decision log equals the stored CSV. Regenerate it deliberately (a new
-    algorithm, a new column) with ``python tests/cli/test_cli.py --regenerate-golden`` and review
+    algorithm, a new column) with ``PYTHONPATH=tests python tests/cli/test_cli.py --regenerate-golden`` and review
     the diff: the rows of the algorithms that were there must not change."""
     golden = ROOT / "tests" / "golden" / "tiny_scenario.csv"
     assert golden_log() == golden.read_text()
