@@ -8,7 +8,12 @@ connection left; Voilà's kernel manager ends it after ``idle_s`` seconds idle, 
 ``every_s`` seconds, and a kernel ends the processes it started with it (an embedded Valkey and
 the workers die with their parent). An open page is never culled, however idle.
 
-``python -m simulator.explore.serve [--port N] [--idle-s S]`` is what ``make explore`` runs.
+A loop of GETs can start kernels faster than the cull ends them, so at most ``most_kernels``
+live at once (:class:`BoundedKernelManager`): a GET past the bound is answered with HTTP 503 and
+one line saying so, never a new kernel, until a kernel ends and frees its room.
+
+``python -m simulator.explore.serve [--port N] [--idle-s S] [--most-kernels N]`` is what
+``make explore`` runs.
 """
 
 from __future__ import annotations
@@ -19,8 +24,16 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-__all__ = ["voila_argv", "descendants", "stop_served", "main", "NOTEBOOK", "IDLE_S", "EVERY_S"]
+from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from tornado.web import HTTPError
+from traitlets import Integer
+
+__all__ = [
+    "voila_argv", "descendants", "stop_served", "main", "BoundedKernelManager",
+    "NOTEBOOK", "IDLE_S", "EVERY_S", "MOST_KERNELS",
+]  # fmt: skip
 
 #: The explorer's notebook (Voilà shows its outputs and prose, never its code).
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "00_explorer.ipynb"
@@ -28,6 +41,33 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "00_explorer.ipyn
 IDLE_S = 120
 #: Seconds between two checks for such kernels.
 EVERY_S = 30
+#: Kernels alive at once (about 250 MB each) before a page load is refused.
+MOST_KERNELS = 8
+
+
+class BoundedKernelManager(AsyncMappingKernelManager):  # type: ignore[misc]
+    """Voilà's kernel manager with a bound: the kernel past ``most_kernels`` is refused, not started.
+
+    Kernels still starting count too (a kernel joins ``list_kernel_ids`` only once it runs), so a
+    burst of concurrent GETs cannot slip past the bound while the first ones start.
+    """
+
+    most_kernels = Integer(MOST_KERNELS, min=1, config=True, help="kernels alive at once")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._starting = 0
+
+    async def start_kernel(self, **kwargs: Any) -> str:  # type: ignore[override]  # async here
+        if len(self.list_kernel_ids()) + self._starting >= self.most_kernels:
+            busy = f"{self.most_kernels} explorer kernels already running; try again later"
+            raise HTTPError(503, busy, reason=busy)  # the status line and the error page say it
+        self._starting += 1
+        try:
+            kernel_id: str = await super().start_kernel(**kwargs)
+        finally:
+            self._starting -= 1
+        return kernel_id
 
 
 def voila_argv(
@@ -36,12 +76,17 @@ def voila_argv(
     *,
     idle_s: float = IDLE_S,
     every_s: float = EVERY_S,
+    most_kernels: int = MOST_KERNELS,
 ) -> list[str]:
-    """The command that serves ``notebook`` on 127.0.0.1:``port``, culling left kernels."""
+    """The command that serves ``notebook`` on 127.0.0.1:``port``, culling left kernels and
+    refusing a page load past ``most_kernels`` kernels alive."""
     manager = "--MappingKernelManager"
+    bounded = f"{BoundedKernelManager.__module__}.{BoundedKernelManager.__name__}"
     return [
         sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}",
         "--Voila.ip=127.0.0.1",
+        f"--VoilaConfiguration.multi_kernel_manager_class={bounded}",
+        f"--BoundedKernelManager.most_kernels={most_kernels}",
         f"{manager}.cull_idle_timeout={idle_s:g}",
         f"{manager}.cull_interval={every_s:g}",
         f"{manager}.cull_connected=False",  # a page still open keeps its kernel
@@ -91,10 +136,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--idle-s", type=float, default=IDLE_S, help=f"seconds before a left kernel ends ({IDLE_S})"
     )
+    parser.add_argument(
+        "--most-kernels",
+        type=int,
+        default=MOST_KERNELS,
+        help=f"kernels alive at once; a page load past them gets HTTP 503 ({MOST_KERNELS})",
+    )
     args = parser.parse_args(argv)
     if args.idle_s <= 0 or not 0 < args.port < 65536:
         parser.error("--idle-s must be > 0 and --port a port number")
-    command = voila_argv(NOTEBOOK, args.port, idle_s=args.idle_s, every_s=min(EVERY_S, args.idle_s))
+    if args.most_kernels < 1:
+        parser.error(f"--most-kernels must be at least 1 kernel, not {args.most_kernels}")
+    every_s = min(EVERY_S, args.idle_s)
+    command = voila_argv(
+        NOTEBOOK, args.port, idle_s=args.idle_s, every_s=every_s, most_kernels=args.most_kernels
+    )
     print(f"The explorer: http://127.0.0.1:{args.port}/ (Ctrl-C stops it)", flush=True)
     os.execv(command[0], command)
 
