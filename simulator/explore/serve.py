@@ -81,7 +81,8 @@ def voila_argv(
     """The command that serves ``notebook`` on 127.0.0.1:``port``, culling left kernels and
     refusing a page load past ``most_kernels`` kernels alive."""
     manager = "--MappingKernelManager"
-    bounded = f"{BoundedKernelManager.__module__}.{BoundedKernelManager.__name__}"
+    # By name, not __module__: run as ``python -m`` this module is ``__main__`` to itself.
+    bounded = "simulator.explore.serve.BoundedKernelManager"
     return [
         sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}",
         "--Voila.ip=127.0.0.1",

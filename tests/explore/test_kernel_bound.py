@@ -1,8 +1,10 @@
 """A loop of plain GETs of the served explorer cannot start kernels without end: past the
-bound (two here) a GET is answered with HTTP 503 and one line saying why, and no kernel starts."""
+bound (two here) a GET is answered with HTTP 503 and one line saying why, and no kernel starts;
+the command that ``make explore`` runs names the bounded manager so Voilà can import it."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import socket
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from simulator.backends.process import free_port
+from simulator.explore import serve
 from simulator.explore.serve import descendants, stop_served, voila_argv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,3 +84,21 @@ def test_gets_past_the_bound_are_refused_with_503_and_start_no_kernel(tmp_path):
         assert server.poll() is None  # a refusal leaves the server serving
     finally:
         stop_served(server)
+
+
+def test_the_command_names_the_bounded_manager_by_an_importable_path(monkeypatch):
+    ran: list[list[str]] = []
+    monkeypatch.setattr(serve.os, "execv", lambda _path, argv: ran.append(argv))
+    serve.main(["--port", "8866", "--most-kernels", "3"])
+    (argv,) = ran
+    (named,) = [a.split("=", 1)[1] for a in argv if "multi_kernel_manager_class=" in a]
+    module, _, name = named.rpartition(".")
+    assert getattr(importlib.import_module(module), name) is serve.BoundedKernelManager
+    assert "--BoundedKernelManager.most_kernels=3" in argv
+
+
+def test_a_bound_below_one_kernel_is_refused_with_status_2(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        serve.main(["--most-kernels", "0"])
+    assert stopped.value.code == 2
+    assert "--most-kernels must be at least 1 kernel, not 0" in capsys.readouterr().err
