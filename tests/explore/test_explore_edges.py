@@ -5,23 +5,13 @@ but none of the explorer's worker processes."""
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
+from served import WAIT_S, children_running, served
 
-from simulator.backends.process import free_port
 from simulator.checks import ConfigError
 from simulator.explore import Runner, Settings, tracebox
-from simulator.explore.serve import descendants, stop_served, voila_argv
-
-ROOT = Path(__file__).resolve().parents[2]
-#: Long enough for a kernel to start and run on a busy 2-core machine.
-WAIT_S = 180.0
 
 
 def test_a_fifo_in_the_trace_box_is_refused_without_waiting_for_a_writer(tmp_path):
@@ -47,56 +37,16 @@ def test_a_trace_past_the_bound_is_refused_naming_the_box_and_the_bound(tmp_path
     assert outcome.decisions == 100
 
 
-def _children_running(pid: int, word: bytes) -> list[int]:
-    found = []
-    for child in descendants(pid):
-        try:
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if word in cmdline and state != "Z":
-            found.append(child)
-    return found
-
-
 @pytest.mark.slow
 def test_plain_gets_of_the_page_start_no_worker_processes(tmp_path):
     pytest.importorskip("voila")
-    shutil.copytree(
-        ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("0[1-9]*")
-    )
-    jupyter = tmp_path / ".jupyter"
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(jupyter),
-        "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
-        "PYTHONPATH": str(ROOT),
-    }
-    env.pop("SIMULATOR_EXPLORER_WORKERS", None)  # the page's own default: workers on 2 cores
-    port = free_port(False)
-    argv = voila_argv("notebooks/00_explorer.ipynb", port)
-    log = tmp_path / "voila.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            assert server.poll() is None, log.read_text()[-3000:]
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=5):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(0.5)
+    with served(tmp_path) as (server, port, _log):
         gets = 3
         for _ in range(gets):
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=WAIT_S) as page:
                 body = page.read().decode("utf-8", "replace")
             assert "explorer" in body  # the page was made: the notebook ran in its kernel
-        kernels = _children_running(server.pid, b"ipykernel")
+        kernels = children_running(server.pid, b"ipykernel")
         assert 1 <= len(kernels) <= gets, kernels
-        workers = _children_running(server.pid, b"multiprocessing")
+        workers = children_running(server.pid, b"multiprocessing")
         assert workers == [], "a page that never connected started worker processes"
-    finally:
-        stop_served(server)

@@ -5,67 +5,19 @@ the command that ``make explore`` runs names the bounded manager so Voilà can i
 from __future__ import annotations
 
 import importlib
-import os
-import shutil
-import socket
-import subprocess
-import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
+from served import WAIT_S, children_running, served
 
-from simulator.backends.process import free_port
 from simulator.explore import serve
-from simulator.explore.serve import descendants, stop_served, voila_argv
-
-ROOT = Path(__file__).resolve().parents[2]
-#: Long enough for a kernel to start and run on a busy 2-core machine.
-WAIT_S = 180.0
-
-
-def _kernels_running(pid: int) -> list[int]:
-    found = []
-    for child in descendants(pid):
-        try:
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if b"ipykernel" in cmdline and state != "Z":
-            found.append(child)
-    return found
 
 
 @pytest.mark.slow
 def test_gets_past_the_bound_are_refused_with_503_and_start_no_kernel(tmp_path):
     pytest.importorskip("voila")
-    shutil.copytree(
-        ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("0[1-9]*")
-    )
-    jupyter = tmp_path / ".jupyter"
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(jupyter),
-        "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
-        "PYTHONPATH": str(ROOT),
-    }
-    port = free_port(False)
-    argv = voila_argv("notebooks/00_explorer.ipynb", port, most_kernels=2)
-    log = tmp_path / "voila.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            assert server.poll() is None, log.read_text()[-3000:]
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=5):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(0.5)
+    with served(tmp_path, most_kernels=2) as (server, port, log):
         statuses, refusals = [], []
         for _ in range(4):
             try:
@@ -79,11 +31,9 @@ def test_gets_past_the_bound_are_refused_with_503_and_start_no_kernel(tmp_path):
         for reason, body in refusals:
             assert reason == "2 explorer kernels already running; try again later"
             assert reason in body  # Voilà's error page says it too
-        kernels = _kernels_running(server.pid)
+        kernels = children_running(server.pid, b"ipykernel")
         assert 1 <= len(kernels) <= 2, kernels
         assert server.poll() is None  # a refusal leaves the server serving
-    finally:
-        stop_served(server)
 
 
 def test_the_command_names_the_bounded_manager_by_an_importable_path(monkeypatch):
