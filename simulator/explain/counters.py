@@ -58,12 +58,16 @@ def _estimate(f: Facts, counts_refusals: bool) -> Arithmetic:
     lines = [
         f"elapsed = now mod W = {num(now)} mod {num(window)} = {num(elapsed)} ms",
         f"cur = GET {f.keys[0]} → {num(cur)}, prev = GET {f.keys[1]} → {num(prev)}",
-        f"cur + prev × (W − elapsed)/W = {num(cur)} + {num(prev)} × "
-        f"{ratio(window - elapsed, window)} = {compared(estimate, ok, bound, True)} → {decided(ok)}",
     ]
     if counts_refusals and not ok:
         counted = f.number("INCRBY", f.keys[0])
-        lines.append(f"counted all the same: INCRBY {f.keys[0]} {num(cost)} → {num(counted)}")
+        lines.append(
+            f"a refused hit is counted too: INCRBY {f.keys[0]} {num(cost)} → {num(counted)}"
+        )
+    lines.append(
+        f"cur + prev × (W − elapsed)/W = {num(cur)} + {num(prev)} × "
+        f"{ratio(window - elapsed, window)} = {compared(estimate, ok, bound, True)} → {decided(ok)}"
+    )
     return Arithmetic(tuple(lines), ok)
 
 
@@ -110,12 +114,13 @@ def echomq(f: Facts) -> Arithmetic:
     lines.append(
         f"live = GET {f.keys[0]} → {num(live)} (the counter lives {num(window)} ms from its first hit)"
     )
-    lines.append(
-        f"live + cost ≤ max: {num(live)} + {num(cost)} = {compared(live + cost, ok, num(budget), False)} → {decided(ok)}"
-    )
     pttl = f.reply("PTTL", f.keys[0])
-    if ok and pttl is not None:
+    if isinstance(pttl, int) and pttl >= 0:
         lines.append(f"PTTL {f.keys[0]} → {num(pttl)} ms left in this window")
+    lines.append(
+        f"live + cost ≤ max: {num(live)} + {num(cost)} = "
+        f"{compared(live + cost, ok, num(budget), False)} → {decided(ok)}"
+    )
     return Arithmetic(tuple(lines), ok)
 
 

@@ -33,7 +33,7 @@ def token_bucket(f: Facts) -> Arithmetic:
     filled = min(burst, refilled)
     lines.append(
         f"tokens = min(capacity, stored + elapsed × rate) = min({num(burst)}, {num(tokens)} + "
-        f"{num(elapsed)} ms × {num(limit)}/{num(window)} ms) = min({num(burst)}, {num(refilled)}) "
+        f"{num(elapsed)} ms × {num(limit)} per {num(window)} ms) = min({num(burst)}, {num(refilled)}) "
         f"= {num(filled)}"
     )
     ok = cost <= filled

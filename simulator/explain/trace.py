@@ -26,6 +26,16 @@ from simulator.explain.facts import Facts
 from simulator.explain.replay import Decided, Replay
 from simulator.explain.why import Call, Why
 from simulator.policy import Policy
+from simulator.userscripts.guard import guarded
+
+# A user's script runs behind its guard: the guard's text on the script's first line, its check
+# after the last line (simulator.userscripts.guard). The view shows the user's own text.
+_GUARD_HEAD, _GUARD_TAIL = guarded("\x00").split("\x00")
+#: What the note adds for a guarded script: its first line is shared with the guard.
+GUARD_NOTE = (
+    "line 1 also holds the guard every call of a user's script passes, so it is always marked "
+    "and its count includes the guard's"
+)
 
 __all__ = ["explain_decision", "why_unavailable"]
 
@@ -66,8 +76,18 @@ def _checked(
     return times, spent
 
 
-def _call(c: RedisCall) -> Call:
-    return Call(c.command, c.args, c.reply, c.line, c.protected, c.error)
+def _call(c: RedisCall, guarded: bool) -> Call:
+    line = c.line
+    if guarded:  # the guard's own frames are on line 1: the script's line is the next one out
+        line = next((n for n in c.frames if n != 1), 1)
+    return Call(c.command, c.args, c.reply, line, c.protected, c.error)
+
+
+def _own_text(source: str) -> tuple[str, bool]:
+    """A script's own text, and whether it ran behind the user scripts' guard."""
+    if source.startswith(_GUARD_HEAD) and source.endswith(_GUARD_TAIL):
+        return source[len(_GUARD_HEAD) : len(source) - len(_GUARD_TAIL)], True
+    return source, False
 
 
 def _traced(replay: Replay, t_ms: int, cost: int) -> tuple[Decided, ScriptRun | None]:
@@ -115,15 +135,20 @@ def _why(
     keys, argv = tuple(map(_sent, decided.keys)), tuple(map(_sent, decided.args))
     reply = decided.reply
     reply_t = tuple(map(_text, reply)) if isinstance(reply, list | tuple) else (_text(reply),)
+    guarded = False
     if script.command:  # the server's own command: the call is the decision
         calls: tuple[Call, ...] = (Call(script.command, keys + argv, _plain(reply), None),)
         hits: tuple[tuple[int, int], ...] = ()
         source_lines: tuple[str, ...] = ()
     else:
-        calls = tuple(_call(c) for c in run.calls) if run else ()
-        hits = run.hits if run else ()
-        source_lines = tuple(script.source.splitlines())
+        text, guarded = _own_text(script.source)
+        source_lines = tuple(text.splitlines())
+        calls = tuple(_call(c, guarded) for c in run.calls) if run else ()
+        hits = tuple((n, k) for n, k in run.hits if n <= len(source_lines)) if run else ()
     worked = arithmetic_for(policy.algorithm, Facts(keys, argv, calls))
+    note = "" if worked is not None else no_arithmetic(policy.algorithm)
+    if not script.command and guarded:
+        note = f"{note}; {GUARD_NOTE}" if note else GUARD_NOTE
     return Why(
         algorithm=policy.name,
         client=client,
@@ -141,7 +166,7 @@ def _why(
         allowed=decided.decision.allowed,
         arithmetic=() if worked is None else worked.lines,
         verdict=None if worked is None else worked.admits,
-        note=no_arithmetic(policy.algorithm) if worked is None else "",
+        note=note,
     )
 
 

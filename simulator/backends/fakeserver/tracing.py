@@ -50,6 +50,19 @@ _LINE_HOOK = """function(getinfo, budget, state, chunk)
     return budget(event, line)
   end
 end"""
+# The lines of the script's chunk that the stack is at, innermost first: where a redis.call
+# was sent from, and the lines of the functions that led there.
+_FRAMES = """function(getinfo, chunk)
+  return function()
+    local lines, level = {}, 1
+    while true do
+      local info = getinfo(level, 'Sl')
+      if info == nil then return unpack(lines) end
+      if info.source == chunk and info.currentline > 0 then lines[#lines + 1] = info.currentline end
+      level = level + 1
+    end
+  end
+end"""
 
 
 @dataclass(frozen=True)
@@ -57,7 +70,9 @@ class RedisCall:
     """One ``redis.call`` (or ``redis.pcall``, ``protected``) a script made: the command's name
     and arguments (text where they were strings), the line it was sent from, and the reply as
     the script received it (integers, text, lists; False for a nil bulk) or, instead, the error
-    the server raised."""
+    the server raised. ``frames`` are the script's lines the stack was at, innermost first
+    (``line`` is the first): a call made inside a function of the script shows the line that
+    called the function too."""
 
     command: str
     args: tuple[Any, ...]
@@ -65,6 +80,7 @@ class RedisCall:
     line: int | None
     protected: bool = False
     error: str | None = None
+    frames: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,7 @@ class Recorder:
         self.runs: list[ScriptRun] = []
         self.state = runtime.table()
         self.hook = runtime.eval(_LINE_HOOK)(runtime.getinfo, runtime.hook, self.state, CHUNK_NAME)
+        self.frames = runtime.eval(_FRAMES)(runtime.getinfo, CHUNK_NAME)
         self._calls: list[RedisCall] = []
 
     def execute(self, lua_code: Any, *args: Any) -> Any:
@@ -130,7 +147,9 @@ class Recorder:
     def record(
         self, protected: bool, op: Any, args: Any, reply: Any, error: str | None = None
     ) -> None:
-        line = self.state[b"line"]
+        got = self.frames()  # none, one line, or a tuple of lines
+        frames = () if got is None else tuple(map(int, got if type(got) is tuple else (got,)))
+        line = frames[0] if frames else self.state[b"line"]
         self._calls.append(
             RedisCall(
                 command=_plain(op).upper() if isinstance(op, bytes) else str(op),
@@ -139,6 +158,7 @@ class Recorder:
                 line=None if line is None else int(line),
                 protected=protected,
                 error=error,
+                frames=frames,
             )
         )
 
