@@ -16,6 +16,7 @@ before it, and every call outside this view, run on the ordinary path.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.backends.fakeserver.tracing import RedisCall, ScriptRun, traced_scripts
@@ -122,6 +123,31 @@ def explain_decision(
     return _why(policy, client, index, times[index], spent[index], decided, run)
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What the trace showed of one call: the script's own lines, the lines that ran with their
+    counts, the calls, and whether the script ran behind the user scripts' guard."""
+
+    source_lines: tuple[str, ...]
+    hits: tuple[tuple[int, int], ...]
+    calls: tuple[Call, ...]
+    guarded: bool = False
+
+
+def _seen(
+    decided: Decided, run: ScriptRun | None, keys: tuple[str, ...], argv: tuple[str, ...]
+) -> _Seen:
+    script = decided.script
+    if script.command:  # the server's own command: the call is the decision
+        return _Seen((), (), (Call(script.command, keys + argv, _plain(decided.reply), None),))
+    text, guarded = _own_text(script.source)
+    lines = tuple(text.splitlines())
+    if run is None:
+        return _Seen(lines, (), (), guarded)
+    calls = tuple(_call(c, guarded) for c in run.calls)
+    return _Seen(lines, tuple((n, k) for n, k in run.hits if n <= len(lines)), calls, guarded)
+
+
 def _why(
     policy: Policy,
     client: str,
@@ -131,42 +157,31 @@ def _why(
     decided: Decided,
     run: ScriptRun | None,
 ) -> Why:
-    script = decided.script
     keys, argv = tuple(map(_sent, decided.keys)), tuple(map(_sent, decided.args))
     reply = decided.reply
-    reply_t = tuple(map(_text, reply)) if isinstance(reply, list | tuple) else (_text(reply),)
-    guarded = False
-    if script.command:  # the server's own command: the call is the decision
-        calls: tuple[Call, ...] = (Call(script.command, keys + argv, _plain(reply), None),)
-        hits: tuple[tuple[int, int], ...] = ()
-        source_lines: tuple[str, ...] = ()
-    else:
-        text, guarded = _own_text(script.source)
-        source_lines = tuple(text.splitlines())
-        calls = tuple(_call(c, guarded) for c in run.calls) if run else ()
-        hits = tuple((n, k) for n, k in run.hits if n <= len(source_lines)) if run else ()
-    worked = arithmetic_for(policy.algorithm, Facts(keys, argv, calls))
-    note = "" if worked is not None else no_arithmetic(policy.algorithm)
-    if not script.command and guarded:
-        note = f"{note}; {GUARD_NOTE}" if note else GUARD_NOTE
+    seen = _seen(decided, run, keys, argv)
+    worked = arithmetic_for(policy.algorithm, Facts(keys, argv, seen.calls))
+    notes = [] if worked is not None else [no_arithmetic(policy.algorithm)]
+    if seen.guarded:
+        notes.append(GUARD_NOTE)
     return Why(
         algorithm=policy.name,
         client=client,
         index=index,
         t_ms=t_ms,
         cost=cost,
-        script=script.command or script.name,
+        script=decided.script.command or decided.script.name,
         keys=keys,
         argv=argv,
-        source_lines=source_lines,
-        ran=frozenset(line for line, _ in hits),
-        hits=hits,
-        calls=calls,
-        reply=reply_t,
+        source_lines=seen.source_lines,
+        ran=frozenset(line for line, _ in seen.hits),
+        hits=seen.hits,
+        calls=seen.calls,
+        reply=tuple(map(_text, reply)) if isinstance(reply, list | tuple) else (_text(reply),),
         allowed=decided.decision.allowed,
         arithmetic=() if worked is None else worked.lines,
         verdict=None if worked is None else worked.admits,
-        note=note,
+        note="; ".join(notes),
     )
 
 
