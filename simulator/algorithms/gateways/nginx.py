@@ -57,6 +57,8 @@ def step(
 ) -> tuple[Decision, tuple[int, int] | None, int]:
     """One request, as the script decides it: (decision, new state or None, expiry ms)."""
     excess = 0
+    if state is not None and rate * max(0, now - state[1]) // 1000 >= state[0] + 1000:
+        state = None  # leaked past its excess and one request: as a new key
     if state is not None:
         stored, last = state
         excess = max(0, stored - rate * max(0, now - last) // 1000 + 1000 * cost)

@@ -23,7 +23,7 @@ from simulator.checks import ConfigError
 from simulator.keys import hash_tag
 from simulator.records import Decision
 
-__all__ = ["TraefikRateLimit", "TraefikRateLimitRef", "GATEWAY", "max_delay_ms", "ttl_s"]
+__all__ = ["TraefikRateLimit", "TraefikRateLimitRef", "GATEWAY", "max_delay_ns", "ttl_s"]
 
 BURST = Param("burst", lambda limit, window_ms: 1, unit="requests", minimum=1, integer=True)
 
@@ -32,12 +32,12 @@ def _per_s(limit: int, window_ms: int) -> float:
     return limit * 1000 / window_ms
 
 
-def max_delay_ms(limit: int, window_ms: int) -> float:
-    """Traefik's maxDelay: 500 ms below 1 request/s, else 1 s / (2 x whole requests per s)."""
+def max_delay_ns(limit: int, window_ms: int) -> int:
+    """Traefik's maxDelay in ns: 500 ms below 1 request/s, else 1 s / (2 x whole requests per s)."""
     per_s = _per_s(limit, window_ms)
     if per_s < 1:
-        return 500.0
-    return (1_000_000_000 // (2 * math.floor(per_s))) / 1_000_000  # Go's integer ns
+        return 500_000_000
+    return 1_000_000_000 // (2 * math.floor(per_s))
 
 
 def ttl_s(limit: int, window_ms: int) -> int:
@@ -50,7 +50,7 @@ def step(
     state: tuple[float, int, int] | None,
     now: int,
     cost: int,
-    numbers: tuple[int, int, int, float, int],
+    numbers: tuple[int, int, int, int, int],
 ) -> tuple[Decision, tuple[float, int, int]]:
     """One request as the script decides it: (decision, new state (tokens, last, seen))."""
     window, limit, burst, max_delay, ttl = numbers
@@ -60,15 +60,13 @@ def step(
         tokens, last = state[0], state[1]
     filled = min(float(burst), tokens + max(0, now - last) * rate)
     left = filled - cost
-    wait = -left / rate if left < 0 else 0.0
+    # x/time/rate's wait: tokens / limit seconds, as whole ns (truncated)
+    wait = math.floor(1e9 * (-left / (limit * 1000 / window))) if left < 0 else 0
     allowed = cost <= burst and wait <= max_delay
     kept = left if allowed else filled
     reset = math.ceil((burst - kept) / rate)
     remaining = max(0, math.floor(kept))
-    if allowed:
-        retry = math.ceil(wait)
-    else:
-        retry = math.ceil(wait) if cost <= burst else NEVER
+    retry = math.ceil(wait / 1e6) if allowed or cost <= burst else NEVER
     return Decision(allowed, filled, burst, remaining, reset, retry), (kept, now, now)
 
 
@@ -88,9 +86,9 @@ class TraefikRateLimitRef(Reference):
 
 def _numbers(
     limit: int, window_ms: int, params: Mapping[str, float]
-) -> tuple[int, int, int, float, int]:
+) -> tuple[int, int, int, int, int]:
     burst = int(params["burst"])
-    return window_ms, limit, burst, max_delay_ms(limit, window_ms), ttl_s(limit, window_ms)
+    return window_ms, limit, burst, max_delay_ns(limit, window_ms), ttl_s(limit, window_ms)
 
 
 class TraefikRateLimit(GatewayLimiter):
@@ -115,7 +113,7 @@ class TraefikRateLimit(GatewayLimiter):
 
     def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
         window, limit, burst, max_delay, ttl = self.numbers
-        return (now_ms, window, limit, burst, f"{max_delay:.17g}", ttl, cost)
+        return (now_ms, window, limit, burst, max_delay, ttl, cost)
 
     @classmethod
     def from_spec(cls, where: str, spec: Spec) -> tuple[int, int, dict[str, float]]:
@@ -138,7 +136,7 @@ class TraefikRateLimit(GatewayLimiter):
         return (
             f"one request per {every_s:g} s, a burst of {burst} "
             f"({plural(limit, 'request')} per {window_ms / 1000:g} s; a wait of up to "
-            f"{max_delay_ms(limit, window_ms):g} ms is slept out, not refused)"
+            f"{max_delay_ns(limit, window_ms) / 1e6:g} ms is slept out, not refused)"
         )
 
 

@@ -5,10 +5,12 @@ The state of a key is its excess, in milli-requests, and the ms it was last admi
 at now leaks rate x ms / 1000 (integer division, rate in milli-requests per second) off the
 stored excess and adds 1000 per request it stands for; below 0 the excess is 0. It is refused
 (nginx answers 503 or limit_req_status) when the excess would be above burst, and then nothing is
-written. A key seen for the first time has an excess of 0. An admitted request is delayed
+written. A key seen for the first time has an excess of 0, and so has one that has leaked its
+excess and one request more (for a request of cost 1 nginx's own sum gives that 0; for a larger
+cost it keeps the key's expiry from changing a decision). An admitted request is delayed
 (excess - delay) x 1000 / rate ms when its excess is above delay (nginx holds it on a timer
-before passing it on); with nodelay (delay -1 here) none is delayed. The key expires once a
-request of cost 1 would find an excess of 0 anyway, so its going changes no decision.
+before passing it on); with nodelay (delay -1 here) none is delayed. The key expires once it
+would be taken as new, so its going changes no decision.
 
 KEYS[1]  the bucket, a hash {excess, last}, e.g. rl:nginx:{alice}
 ARGV[1]  now_ms  current time, integer milliseconds
@@ -38,8 +40,13 @@ local excess = 0
 if stored ~= nil and last ~= nil then
   local ms = now - last
   if ms < 0 then ms = 0 end
-  excess = stored - math.floor(rate * ms / 1000) + 1000 * cost
-  if excess < 0 then excess = 0 end
+  local leaked = math.floor(rate * ms / 1000)
+  if leaked < stored + 1000 then
+    excess = stored - leaked + 1000 * cost
+    if excess < 0 then excess = 0 end
+  else
+    stored = nil -- leaked past its excess and one request: as a new key (see above)
+  end
 end
 
 if excess > burst then

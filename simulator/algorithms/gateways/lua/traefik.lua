@@ -17,7 +17,7 @@ ARGV[1]  now_ms     current time, integer milliseconds
 ARGV[2]  window_ms  the period, integer milliseconds (> 0)
 ARGV[3]  limit      average: tokens added per period (>= 1)
 ARGV[4]  burst      capacity, in tokens (>= 1)
-ARGV[5]  max_delay  the longest wait admitted, ms (a string, '%.17g')
+ARGV[5]  max_delay  the longest wait admitted, integer nanoseconds (Go's time.Duration)
 ARGV[6]  ttl_s      whole seconds a source is remembered after its last request
 ARGV[7]  cost       tokens this request takes (>= 1; 1 when absent)
 
@@ -50,9 +50,10 @@ if elapsed < 0 then elapsed = 0 end
 local filled = tokens + elapsed * rate
 if filled > burst then filled = burst end
 
+-- the wait as x/time/rate makes it: seconds = tokens / limit, then whole ns, truncated
 local left = filled - cost
 local wait = 0
-if left < 0 then wait = -left / rate end
+if left < 0 then wait = math.floor(1e9 * (-left / (limit * 1000 / window))) end
 local allowed = cost <= burst and wait <= max_delay
 local kept = filled
 if allowed then kept = left end
@@ -64,8 +65,8 @@ local remaining = math.floor(kept)
 if remaining < 0 then remaining = 0 end
 local level = string.format('%.17g', filled)
 if allowed then
-  return {1, level, burst, remaining, reset, math.ceil(wait)}
+  return {1, level, burst, remaining, reset, math.ceil(wait / 1e6)}
 end
 local retry = -1
-if cost <= burst then retry = math.ceil(wait) end
+if cost <= burst then retry = math.ceil(wait / 1e6) end
 return {0, level, burst, remaining, reset, retry}
