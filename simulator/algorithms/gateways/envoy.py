@@ -28,7 +28,7 @@ __all__ = ["EnvoyLocalRateLimit", "EnvoyLocalRateLimitRef", "GATEWAY", "LEAST_IN
 MAX_TOKENS = Param(
     "max_tokens", lambda limit, window_ms: limit, unit="tokens", minimum=1, integer=True
 )
-#: "local rate limit token bucket fill timer must be >= 50ms" (Envoy's filter config).
+#: The shortest fill interval Envoy's local rate limit filter accepts.
 LEAST_INTERVAL_MS = 50
 
 

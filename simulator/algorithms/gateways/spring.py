@@ -4,9 +4,10 @@
 ``spring:replenishRate=10,burstCapacity=20,requestedTokens=1``. "This defines a request rate
 limit of 10 per user. A burst of 20 is allowed, but, in the next second, only 10 requests are
 available" (Spring's docs). Its ``request_rate_limiter.lua`` counts time in whole seconds, so the
-bucket refills in steps of ``replenishRate`` at each second boundary, not continuously; a rate
-below one request per second is written as ``requestedTokens`` per request ("replenishRate=1,
-requestedTokens=60, burstCapacity=60": one request a minute).
+bucket refills in steps of ``replenishRate`` at each second boundary, not continuously. A rate
+below one request per second is written, as Spring's docs show, with ``requestedTokens``: each
+request takes that many tokens (``replenishRate=1,requestedTokens=60,burstCapacity=60`` is one
+request a minute).
 """
 
 from __future__ import annotations
