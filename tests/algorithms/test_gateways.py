@@ -274,7 +274,7 @@ def test_a_candidates_file_takes_a_gateway_table(tmp_path):
     )
     (got,) = load_candidates(path)
     assert (got.name, got.limit, got.window_ms) == ("nginx:rate=10r/s,burst=20,nodelay", 10, 1000)
-    assert dict(got.params) == {"burst": 20, "delay": 0, "nodelay": 1}
+    assert dict(got.params) == {"burst": 20, "delay": 20}  # nodelay: never held
 
 
 def test_on_the_command_line_a_bad_value_is_exit_2_with_one_line():

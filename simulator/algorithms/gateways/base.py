@@ -17,9 +17,8 @@ from typing import ClassVar
 
 from simulator.algorithms import scripts
 from simulator.algorithms.base import Limiter, Reference
-from simulator.checks import ConfigError
 
-__all__ = ["GatewayLimiter", "Spec", "load_script", "checked_flag", "plural"]
+__all__ = ["GatewayLimiter", "Spec", "load_script", "plural"]
 
 #: A gateway's configuration as written: field -> value (``None`` for a bare flag).
 Spec = Mapping[str, object]
@@ -29,13 +28,6 @@ def load_script(name: str) -> None:
     """Make ``gateways/lua/<name>.lua`` known to the script loader under ``name``."""
     path = resources.files("simulator.algorithms.gateways").joinpath("lua", f"{name}.lua")
     scripts.add(name, path.read_text("utf-8"))
-
-
-def checked_flag(owner: str, name: str, value: float) -> bool:
-    """A 0/1 parameter (``nodelay``) as a bool; ConfigError naming it otherwise."""
-    if value not in (0, 1):
-        raise ConfigError(f"{owner}.params[{name!r}]: must be 0 or 1 (a flag), got {value!r}")
-    return bool(value)
 
 
 def plural(n: float, unit: str) -> str:

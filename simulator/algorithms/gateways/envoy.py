@@ -6,7 +6,8 @@ can hold. This is also the number of tokens that the bucket initially contains";
 fill interval tokens_per_fill are added to the bucket" (Envoy's TokenBucket). The timer-driven
 bucket (Envoy before 1.32, and after it with its runtime guard turned off) adds the tokens at
 the ticks, so a bucket drained just after a tick waits the whole interval; Envoy requires
-``fill_interval`` of at least 50 ms. The plain filter shares one bucket among every client; the
+``fill_interval`` of at least 50 ms, and so does the SPEC (a window set otherwise, ``burst
+--window``, may be shorter). The plain filter shares one bucket among every client; the
 simulator gives each client its own, as a descriptor keyed on the client does.
 """
 
@@ -59,7 +60,6 @@ class EnvoyLocalRateLimitRef(Reference):
 
     def __init__(self, limit: int, window_ms: int, **params: object) -> None:
         super().__init__(limit, window_ms, **params)
-        _check_interval(type(self).__name__, self.window_ms)
         self.most = int(self.params["max_tokens"])
         self.buckets: dict[str, tuple[tuple[int, int], int]] = {}  # client -> (state, expiry)
 
@@ -92,10 +92,6 @@ class EnvoyLocalRateLimit(GatewayLimiter):
     fields_accepted = ("max_tokens", "tokens_per_fill", "fill_interval")
     syntax = "envoy:max_tokens=10[,tokens_per_fill=5],fill_interval=1s"
     documented_at = "https://www.envoyproxy.io/docs/envoy/latest/api-v3/type/v3/token_bucket.proto"
-
-    def __init__(self, backend: Any, limit: int, window_ms: int, **params: object) -> None:
-        super().__init__(backend, limit, window_ms, **params)
-        _check_interval(type(self).__name__, self.window_ms)
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         return (f"rl:envoy:{hash_tag(client)}",)

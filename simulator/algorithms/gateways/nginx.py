@@ -6,8 +6,9 @@ an excess in thousandths of a request and the ms it was last admitted at; each r
 ``rate x ms / 1000`` off it (integer division) and adds 1000. Above ``burst`` it is refused (503)
 and nothing is written; so without a burst a second request 5 ms after the first at 10r/s (an
 excess of 950) is refused. Up to ``delay`` of excess it is passed on at once; beyond, nginx holds
-it ``(excess - delay) / rate`` before passing it on (``nodelay``: never). The simulator counts a
-held request as admitted, with the hold in its ``retry_after_ms`` (see docs/gateways.md).
+it ``(excess - delay) / rate`` before passing it on. ``nodelay`` is a delay of the burst itself
+(nginx sets it past any excess; an admitted excess is never above the burst). The simulator
+counts a held request as admitted, with the hold in its ``retry_after_ms`` (docs/gateways.md).
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator.algorithms.base import Param, Reference
+from simulator.algorithms.base import NEVER, Param, Reference
 from simulator.algorithms.gateways import units
 from simulator.algorithms.gateways.base import (
     GatewayLimiter,
     Spec,
-    checked_flag,
     load_script,
     plural,
 )
@@ -33,8 +33,7 @@ __all__ = ["NginxLimitReq", "NginxLimitReqRef", "GATEWAY"]
 
 BURST = Param("burst", lambda limit, window_ms: 0, unit="requests", integer=True)
 DELAY = Param("delay", lambda limit, window_ms: 0, unit="requests", integer=True)
-NODELAY = Param("nodelay", lambda limit, window_ms: 0, unit="flag", integer=True)
-PARAMS = (BURST, DELAY, NODELAY)
+PARAMS = (BURST, DELAY)
 
 
 def milli_rate(owner: str, limit: int, window_ms: int) -> int:
@@ -45,31 +44,36 @@ def milli_rate(owner: str, limit: int, window_ms: int) -> int:
     return rate
 
 
-def _numbers(owner: str, limit: int, window_ms: int, params: Mapping[str, float]) -> tuple:
-    """(rate, burst, delay) in nginx's units; delay -1 for nodelay."""
-    nodelay = checked_flag(owner, "nodelay", params["nodelay"])
-    delay = -1 if nodelay else 1000 * int(params["delay"])
-    return milli_rate(owner, limit, window_ms), 1000 * int(params["burst"]), delay
+def _numbers(
+    owner: str, limit: int, window_ms: int, params: Mapping[str, float]
+) -> tuple[int, int, int]:
+    """(rate, burst, delay) in nginx's units: milli-requests (per second)."""
+    burst, delay = 1000 * int(params["burst"]), 1000 * int(params["delay"])
+    return milli_rate(owner, limit, window_ms), burst, delay
 
 
 def step(
     state: tuple[int, int] | None, now: int, cost: int, rate: int, burst: int, delay: int
 ) -> tuple[Decision, tuple[int, int] | None, int]:
     """One request, as the script decides it: (decision, new state or None, expiry ms)."""
-    excess = 0
+    excess = 1000 * (cost - 1)  # a new key: the first request is at the rate, the rest excess
     if state is not None and rate * max(0, now - state[1]) // 1000 >= state[0] + 1000:
         state = None  # leaked past its excess and one request: as a new key
     if state is not None:
         stored, last = state
-        excess = max(0, stored - rate * max(0, now - last) // 1000 + 1000 * cost)
+        excess = stored - rate * max(0, now - last) // 1000 + 1000 * cost
     if excess > burst:
-        assert state is not None  # an empty bucket admits anything
+        if state is None:  # more than an empty bucket takes
+            left = burst // 1000 + 1
+            return Decision(False, excess / 1000, burst // 1000 + 1, left, 0, NEVER), None, 0
         stored, last = state
         retry = last + math.ceil(1000 * (stored + 1000 * cost - burst) / rate) - now
+        if 1000 * (cost - 1) > burst:
+            retry = NEVER
         reset = max(0, last + math.ceil(1000 * stored / rate) - now)
         left = max(0, math.floor((burst - (excess - 1000 * cost)) / 1000))
         return Decision(False, excess / 1000, burst // 1000 + 1, left, reset, retry), None, 0
-    held = (excess - delay) * 1000 // rate if 0 <= delay < excess else 0
+    held = (excess - delay) * 1000 // rate if excess > delay else 0
     left = math.floor((burst - excess) / 1000)
     reset = math.ceil(1000 * excess / rate)
     decision = Decision(True, excess / 1000, burst // 1000 + 1, left, reset, held)
@@ -125,15 +129,12 @@ class NginxLimitReq(GatewayLimiter):
         if "nodelay" in spec and "delay" in spec:
             raise ConfigError(f"{where}: give nodelay or delay=N, not both ({cls.syntax})")
         limit, window_ms = units.rate(where, "rate", spec["rate"])
-        params: dict[str, float] = {
-            "burst": units.count(where, "burst", spec.get("burst", 0)),
-            "delay": units.count(where, "delay", spec.get("delay", 0)),
-            "nodelay": int(units.flag(where, "nodelay", spec["nodelay"]))
-            if "nodelay" in spec
-            else 0,
-        }
+        burst = units.count(where, "burst", spec.get("burst", 0))
+        delay = units.count(where, "delay", spec.get("delay", 0))
+        if "nodelay" in spec and units.flag(where, "nodelay", spec["nodelay"]):
+            delay = burst  # never held: an admitted excess is at most the burst
         milli_rate(where, limit, window_ms)
-        return limit, window_ms, params
+        return limit, window_ms, {"burst": burst, "delay": delay}
 
     @classmethod
     def describe(cls, limit: int, window_ms: int, params: Mapping[str, float]) -> str:
@@ -143,9 +144,9 @@ class NginxLimitReq(GatewayLimiter):
         line = f"{plural(limit, 'request')} per {unit} (one per {every_s:g} s), a burst of {burst}"
         if not burst:
             return line + ": a request sooner than one per rate is refused"
-        if params["nodelay"]:
-            return line + " admitted at once (nodelay)"
         delay = int(params["delay"])
+        if delay >= burst:
+            return line + " admitted at once (nodelay)"
         if delay:
             return line + f", the first {delay} passed on at once and the rest delayed"
         return line + ", each excess request delayed to the rate"
