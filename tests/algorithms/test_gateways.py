@@ -317,3 +317,22 @@ def test_burst_prints_a_row_per_gateway_when_they_are_registered():
     assert {name: rows[name] for name in GATEWAYS} == {
         "nginx": "2", "traefik": "2", "spring": "20", "envoy": "20", "kong": "20"
     }  # fmt: skip
+
+
+def test_each_gateway_keeps_the_colour_rule_beside_every_algorithm():
+    from simulator.algorithms.palette import ROLE_COLOURS, check_colours
+
+    for name in GATEWAYS:
+        assert ALGORITHMS[name].name == name
+    check_colours({n: cls.colour for n, cls in ALGORITHMS.items()}, ROLE_COLOURS)
+
+
+@pytest.mark.parametrize("name", sorted(GATEWAYS))
+def test_each_script_opens_with_its_contract(name):
+    from simulator.algorithms import scripts
+
+    source = scripts.load(ALGORITHMS[name].scripts[0]).source
+    head = source[: source.index("]]")]
+    assert source.startswith("--[[") and "KEYS[" in head and "Returns" in head
+    argv = [line.split()[1] for line in head.splitlines() if line.startswith("ARGV[")]
+    assert argv[0] == "now_ms" and argv[-1] == "cost"  # time first, the cost last
