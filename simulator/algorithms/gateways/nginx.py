@@ -40,7 +40,10 @@ def milli_rate(owner: str, limit: int, window_ms: int) -> int:
     """The zone's rate in milli-requests per second, as nginx rounds it (1r/m: 16)."""
     rate = limit * 1_000_000 // window_ms
     if rate < 1:
-        raise ConfigError(f"{owner}: {limit} per {window_ms} ms is below nginx's 1 r/m floor")
+        raise ConfigError(
+            f"{owner}: {limit} per {window_ms} ms is below a thousandth of a request per second, "
+            "the finest rate nginx counts"
+        )
     return rate
 
 

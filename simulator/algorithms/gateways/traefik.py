@@ -65,7 +65,8 @@ def step(
     allowed = cost <= burst and wait <= max_delay
     kept = left if allowed else filled
     reset = math.ceil((burst - kept) / rate)
-    remaining = max(0, math.floor(kept))
+    # requests of cost 1 that would pass now, the ones held within max_delay included
+    remaining = max(0, math.floor(kept + max_delay * (limit * 1000 / window) / 1e9))
     retry = math.ceil(wait / 1e6) if allowed or cost <= burst else NEVER
     return Decision(allowed, filled, burst, remaining, reset, retry), (kept, now, now)
 

@@ -23,7 +23,7 @@ ARGV[7]  cost       tokens this request takes (>= 1; 1 when absent)
 
 Returns {allowed 0|1, tokens, burst, remaining, reset_ms, retry_after_ms}
   tokens          the level before this request (after the refill), as a string ('%.17g')
-  remaining       whole tokens left after this request (0 when it went below zero)
+  remaining       requests of cost 1 that would pass now, held ones included
   reset_ms        ms until the bucket is full again
   retry_after_ms  admitted: the wait Traefik sleeps before passing it on (0: none);
                   refused: the wait it would have had (Traefik's X-Retry-In), -1: never
@@ -61,7 +61,8 @@ redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', kept), 'last', now,
 redis.call('PEXPIRE', KEYS[1], (ttl + 2) * 1000)
 
 local reset = math.ceil((burst - kept) / rate)
-local remaining = math.floor(kept)
+-- requests of cost 1 that would pass now, the ones held within max_delay included
+local remaining = math.floor(kept + max_delay * (limit * 1000 / window) / 1e9)
 if remaining < 0 then remaining = 0 end
 local level = string.format('%.17g', filled)
 if allowed then
