@@ -215,6 +215,7 @@ def test_the_script_decides_as_its_reference_on_the_fake_server(spec, clock, fak
 
 
 @pytest.mark.server
+@pytest.mark.usefixtures("no_server_left_behind")
 def test_on_valkey_each_script_decides_as_its_reference():
     from simulator.backends.specs import make_backend
 
