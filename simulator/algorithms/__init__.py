@@ -81,20 +81,35 @@ __all__ = [
 #: Where the strategies of the libraries people run are adapted (``limits.moving_window``):
 #: named by string, so that the registry does not import what sits above it.
 LIBRARIES = "simulator.libraries"
+#: Where the gateways' limiters are (``nginx``, ``traefik``...), taken on first use like the
+#: libraries' so that the default list stays the built-in ten.
+GATEWAYS = "simulator.algorithms.gateways"
 
 
 class _Registry(dict[str, type[Limiter]]):
     """The registry's dictionary; a library strategy's name (``<library>.<strategy>``, see
     :mod:`simulator.libraries`) registers that library's adapters the first time it is asked
-    for, or says in one line what to install."""
+    for, or says in one line what to install; a gateway's name (``nginx``, see
+    :mod:`simulator.algorithms.gateways`) registers that gateway's limiter."""
 
     def __contains__(self, name: object) -> bool:
-        return super().__contains__(name) or (_library_named(name) and super().__contains__(name))
+        return super().__contains__(name) or (
+            _taken_on_use(self, name) and super().__contains__(name)
+        )
 
     def __missing__(self, name: str) -> type[Limiter]:
-        if _library_named(name) and super().__contains__(name):
+        if _taken_on_use(self, name) and super().__contains__(name):
             return self[name]
         raise KeyError(name)
+
+
+def _taken_on_use(registry: dict[str, type[Limiter]], name: object) -> bool:
+    """Register what ``name`` stands for when it is a gateway's or a library strategy's."""
+    gateways = importlib.import_module(GATEWAYS)
+    if gateways.is_gateway(name):
+        registry[name] = gateways.gateway(name)  # type: ignore[index]
+        return True
+    return _library_named(name)
 
 
 def _library_named(name: object) -> bool:

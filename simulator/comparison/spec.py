@@ -8,6 +8,12 @@ that leaves out its limit or window takes the baseline's. A file of candidates i
 ``[[candidate]]`` table each (``algorithm = "gcra"``, ``limit = 100``, ``window = 60``,
 ``burst = 20``, optionally ``name``). Every mistake is one :class:`ConfigError` naming the SPEC
 (or the file and table) and the key.
+
+A gateway is written in its own configuration's words and units instead
+(:mod:`simulator.algorithms.gateways`): ``nginx:rate=10r/s,burst=20,nodelay``,
+``traefik:average=6,period=1m,burst=1``, ``envoy:max_tokens=10,fill_interval=500ms``; a bare
+word is a flag (``nodelay``; in a file, ``nodelay = true``), and the limit and window come from
+the configuration, never from the baseline.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms import ALGORITHMS, gateways
 from simulator.algorithms.base import own_params
 from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError
 from simulator.playback.files import read_regular
@@ -45,6 +51,12 @@ class Candidate:
     @property
     def window_s(self) -> float:
         return self.window_ms / 1000
+
+    def describe(self) -> str:
+        """The configuration in plain words, one line (a gateway's in its own terms)."""
+        if gateways.is_gateway(self.algorithm):
+            return gateways.describe(self.algorithm, self.limit, self.window_ms, self.params)
+        return f"{self.algorithm}: {self.limit} requests per {self.window_s:g} s"
 
     @property
     def policy(self) -> Policy:
@@ -100,7 +112,11 @@ def _build(
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ConfigError(
             f"{where}: unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}"
+            f" (or a gateway's configuration: {', '.join(gateways.GATEWAYS)})"
         )
+    if gateways.is_gateway(algorithm):
+        limit, window_ms, params = gateways.translate(algorithm, where, values)
+        return Candidate(name, algorithm, limit, window_ms, params)
     cls = ALGORITHMS[algorithm]
     declared = [p.name for p in cls.params_declared]
     for key in values:
@@ -137,15 +153,20 @@ def parse_spec(text: str, default: Candidate | None = None, what: str = "SPEC") 
     where = f"{what} {text!r}"
     algorithm, _, rest = spec.partition(":")
     values: dict[str, Any] = {}
+    gateway = gateways.is_gateway(algorithm.strip())
     for part in rest.split(",") if rest.strip() else []:
         key, sep, value = (s.strip() for s in part.partition("="))
-        if not sep or not key or not value:
+        flag = gateway and bool(key) and not sep  # nodelay: the gateway says which it takes
+        if not flag and (not sep or not key or not value):
             raise ConfigError(
                 f"{where}: {part.strip()!r} is not key=value (ALGORITHM:limit=N,window=SECONDS,...)"
             )
         if key in values:
             raise ConfigError(f"{where}: {key!r} given twice")
-        values[key] = value if key in ("limit", "window") else _number(where, key, value)
+        if gateway:  # in the gateway's own units (10r/s, 1m; None: a flag): its module reads them
+            values[key] = None if flag else value
+        else:
+            values[key] = value if key in ("limit", "window") else _number(where, key, value)
     return _build(where, spec, algorithm.strip(), values, default)
 
 
@@ -176,6 +197,10 @@ def load_candidates(path: str | Path, default: Candidate | None = None) -> list[
         if algorithm is None:
             raise ConfigError(f'{where}: needs algorithm = "NAME"')
         candidate = _build(where, "", algorithm, table, default)
+        if name is None and gateways.is_gateway(algorithm):
+            name = f"{algorithm}:" + ",".join(
+                k if v is True else f"{k}={v}" for k, v in table.items() if v is not False
+            )
         if name is None:
             shown = ",".join(
                 [f"limit={candidate.limit}", f"window={candidate.window_s:g}"]
