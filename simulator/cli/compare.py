@@ -223,7 +223,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _print_head(args, scorecard.attrs["trace"])
     print(format_scorecard(scorecard))
     print()
-    print(f"the rule: {rule(args.most_ratio)}")
+    print(f"Rule: {rule(args.most_ratio)}")
     print(verdict(scorecard, args.most_ratio))
     if len(clients):
         print()

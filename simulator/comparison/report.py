@@ -29,7 +29,7 @@ def gate(scorecard: pd.DataFrame, budget: Budget | None, most_ratio: float) -> l
 
 def _cell(value: Any) -> str:
     if isinstance(value, float):
-        return "-" if value != value else f"{value:,.3g}" if abs(value) < 10 else f"{value:,.0f}"
+        return "-" if value != value else f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value).replace("|", "\\|")

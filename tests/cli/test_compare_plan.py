@@ -48,7 +48,7 @@ def test_over_the_budget_exits_1_and_writes_the_report(tmp_path):
     assert lines[0].startswith("coverage: requests in 100.00 % of the")
     assert "the columns (--out writes them under the names after each heading):" in done.stdout
     assert "  →refused      flips_to_refused: requests the baseline admitted" in done.stdout
-    assert "the rule: Of keeping the baseline and each candidate" in done.stdout
+    assert "Rule: Of keeping the baseline and each candidate" in done.stdout
     assert "Pick: switch to sliding_log:limit=3,window=2" in done.stdout
     assert "budget flips_to_refused=0: over: flips_to_refused" in done.stdout
     assert "sliding_log:limit=3,window=2 at each limit:" in done.stdout
