@@ -191,6 +191,8 @@ def _plan(args: argparse.Namespace) -> tuple[Any, tuple[int, ...]]:
 
     if not 0 < args.most_ratio < float("inf"):
         raise ConfigError(f"--most-ratio {args.most_ratio:g}: must be a number above 0")
+    if args.limits_out is not None and args.limits is None:
+        raise UsageError(f"--limits-out {args.limits_out}: give --limits too (the limits to try)")
     limits = parse_limits(args.limits) if args.limits is not None else ()
     return parse_budget(args.budget), limits
 

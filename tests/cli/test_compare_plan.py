@@ -95,3 +95,8 @@ def test_a_bad_budget_is_one_message_and_exit_2(tmp_path, budget, needle):
 
 def test_bad_limits_are_one_message_and_exit_2(tmp_path):
     one_message(run_cli("compare", trace(tmp_path), *SPECS, "--limits", "5,x"), "--limits", "'x'")
+
+
+def test_limits_out_without_limits_is_one_message(tmp_path):
+    done = run_cli("compare", trace(tmp_path), *SPECS, "--limits-out", tmp_path / "l.csv")
+    one_message(done, "--limits-out", "give --limits too")
