@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 SPECS = (
     "--baseline",
@@ -100,3 +100,22 @@ def test_bad_limits_are_one_message_and_exit_2(tmp_path):
 def test_limits_out_without_limits_is_one_message(tmp_path):
     done = run_cli("compare", trace(tmp_path), *SPECS, "--limits-out", tmp_path / "l.csv")
     one_message(done, "--limits-out", "give --limits too")
+
+
+@pytest.mark.slow
+def test_the_sample_log_at_20_per_minute_says_its_coverage_first_and_keeps_the_baseline():
+    done = run_cli(
+        "compare", ROOT / "data" / "traces" / "apache_combined_sample.log", "--format", "clf",
+        "--baseline", "fixed_window:limit=20,window=60",
+        "--candidate", "sliding_counter:limit=20,window=60",
+        "--candidate", "sliding_log:limit=20,window=60",
+        "--budget", "flips_to_refused=0.1%,clients_affected=5",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()[:2]
+    assert first == (
+        "coverage: requests in 1.69 % of the 83 h span (84 of 4,981 minutes hold any): "
+        "requests only in minute :05 of each hour"
+    )
+    assert second.startswith("warning: the windows (up to 60 s) are as long as the covered")
+    assert "Pick: keep the baseline fixed_window:limit=20,window=60" in done.stdout
