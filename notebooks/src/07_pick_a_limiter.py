@@ -242,6 +242,9 @@ Markdown(f"> {rule(MOST_RATIO)}\n\n**{verdict(scorecard, MOST_RATIO)}**")
 # %% [markdown]
 # ## What this does not tell you
 #
+# * The log may cover a small part of its span (the coverage line above): a window that reaches
+#   out of a covered stretch counts nothing of the traffic that was left out, so the figures are
+#   those of the covered stretches, not of the site.
 # * The log is what the *baseline's* clients sent. A client refused more often may slow down,
 #   retry, or go away; a replay cannot know. Flips count decisions on the same requests.
 # * Whole-second times: every limiter but the fixed window decides on rounded times, the exact
