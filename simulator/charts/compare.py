@@ -41,10 +41,7 @@ def _candidates(scorecard: pd.DataFrame) -> pd.DataFrame:
 def _nothing(ax: Axes, text: str) -> None:
     """A panel with nothing to draw says so, without axes that would suggest a scale."""
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=10, transform=ax.transAxes)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    for spine in ax.spines.values():
-        spine.set_visible(False)
+    ax.set_axis_off()  # this panel's only: a shared axis keeps its ticks for the others
 
 
 def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
@@ -81,11 +78,14 @@ def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
         ax.set_title(row["candidate"], fontsize=10, loc="left")
         ax.set_ylabel("flips", fontsize=9)
         ax.legend(loc="upper right", fontsize=8, frameon=False, ncol=2)
-    axes[-1, 0].set_xlabel(
-        "hours since the trace's first request"
-        if hours
-        else "seconds since the trace's first request"
-    )
+    drawn = [ax for ax in axes[:, 0] if ax.axison]
+    if drawn:  # the time axis under the lowest panel that has one
+        drawn[-1].tick_params(labelbottom=True)
+        drawn[-1].set_xlabel(
+            "hours since the trace's first request"
+            if hours
+            else "seconds since the trace's first request"
+        )
     base = scorecard.iloc[0]["candidate"]
     fig.suptitle(
         f"Which requests each candidate decides differently from {base}, over time", fontsize=11
