@@ -154,17 +154,7 @@ def scorecard_figure(scorecard: pd.DataFrame) -> Figure:
     y = np.arange(len(names))[::-1]
     for ax, (column, title) in zip(axes.ravel(), _PANELS, strict=False):
         values = scorecard[column].astype(float).to_numpy()
-        colours = [_colour(a) for a in scorecard["algorithm"]]
-        bars = ax.barh(y, np.nan_to_num(values), color=colours)
-        bars[0].set_hatch("//")
-        top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
-        ax.set_xlim(0, (top or 1.0) * 1.4)  # room for the figure written after each bar
-        for yi, v in zip(y, values, strict=True):
-            text = "-" if np.isnan(v) else (f"{v:,.0f}" if float(v).is_integer() else f"{v:,.2f}")
-            ax.annotate(
-                text, (0 if np.isnan(v) else v, yi), xytext=(3, 0), textcoords="offset points",
-                va="center", fontsize=9,
-            )  # fmt: skip
+        _bars(ax, y, values, [_colour(a) for a in scorecard["algorithm"]])
         ax.set_title(title, fontsize=10)
         ax.set_yticks(y, names if ax in axes[:, 0] else [""] * len(names), fontsize=9)
         ax.tick_params(axis="x", labelsize=9)
@@ -177,6 +167,28 @@ def scorecard_figure(scorecard: pd.DataFrame) -> Figure:
     )
     fig.tight_layout()
     return fig
+
+
+def _bars(ax: Axes, y: np.ndarray, values: np.ndarray, colours: list[str]) -> None:
+    """One bar per configuration, its figure written after it (the baseline's hatched); a
+    panel where every figure is 0 says so instead of drawing a scale for nothing."""
+    if np.isfinite(values).all() and not values.any():
+        ax.text(0.5, 0.5, "0 for every configuration", ha="center", va="center", fontsize=9,
+                transform=ax.transAxes)  # fmt: skip
+        ax.set_xticks([])
+        ax.set_ylim(-0.6, len(y) - 0.4)  # the rows where the other panels draw their bars
+        ax.spines["bottom"].set_visible(False)
+        return
+    bars = ax.barh(y, np.nan_to_num(values), color=colours)
+    bars[0].set_hatch("//")
+    top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+    ax.set_xlim(0, (top or 1.0) * 1.4)  # room for the figure written after each bar
+    for yi, v in zip(y, values, strict=True):
+        text = "-" if np.isnan(v) else (f"{v:,.0f}" if float(v).is_integer() else f"{v:,.2f}")
+        ax.annotate(
+            text, (0 if np.isnan(v) else v, yi), xytext=(3, 0), textcoords="offset points",
+            va="center", fontsize=9,
+        )  # fmt: skip
 
 
 def _short_names(candidates: list[str]) -> tuple[list[str], str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from simulator.charts.compare import (
+    scorecard_figure,
     client_flips_figure,
     client_peaks_figure,
     flips_over_time_figure,
@@ -24,6 +25,9 @@ def test_panels_without_flips_say_so_and_the_peaks_carry_each_limit():
         (ax,) = fig.axes
         assert any("no flips" in t.get_text() for t in ax.texts)
         assert not ax.axison  # no axes that would suggest a scale
+    panels = {ax.get_title(): ax for ax in scorecard_figure(card).axes if ax.get_visible()}
+    said = [t.get_text() for t in panels["flips to refused"].texts]
+    assert said == ["0 for every configuration"] and not panels["flips to refused"].patches
     # one candidate with flips beside one without: the time axis stays under the one drawn
     busy, _ = compare(trace, "fixed_window:limit=30,window=60",
                       ["sliding_log:limit=30,window=60", "sliding_log:limit=2,window=60"])  # fmt: skip
