@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 
 from simulator.charts.compare import (
-    scorecard_figure,
     client_flips_figure,
     client_peaks_figure,
     flips_over_time_figure,
+    scorecard_figure,
 )
 from simulator.comparison import compare
 from simulator.comparison.limits import compare_limits
