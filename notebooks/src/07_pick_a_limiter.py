@@ -45,14 +45,22 @@ CANDIDATES = [
 ]
 MOST_RATIO = 1.25  # the protection we want: no client above 1.25x the limit in any window
 TOP = 5  # clients shown per candidate
+LIMITS = [5, 10, 20, 50]  # the other numbers to try each configuration at (the slider's stops)
 
 # %%
 # %matplotlib inline
-from IPython.display import Markdown
+from IPython.display import Markdown, display
+from ipywidgets import SelectionSlider, VBox, interactive_output
 
-from simulator import compare
-from simulator.charts.compare import client_flips_figure, flips_over_time_figure, scorecard_figure
-from simulator.comparison.choice import pick
+from simulator.charts.compare import (
+    client_flips_figure,
+    client_peaks_figure,
+    flips_over_time_figure,
+    scorecard_figure,
+)
+from simulator.comparison.choice import rule, verdict
+from simulator.comparison.legend import SHOWN
+from simulator.comparison.limits import compare_limits
 from simulator.display import compact
 from simulator.lessons import reveal
 
@@ -71,10 +79,12 @@ my_guess = None  # flips to refused: {"sliding_counter": ..., "token_bucket": ..
 # ## Run
 #
 # One call replays the baseline and every candidate over the whole log and returns the
-# scorecard (one row per configuration) and the clients each candidate decided differently.
+# scorecard (one row per configuration) and the clients each candidate decided differently -
+# and, for choosing the number later, every configuration again at each of `LIMITS` (the same
+# run: the log is read once), with each client's peak in one window.
 
 # %%
-scorecard, clients = compare(TRACE, BASELINE, CANDIDATES, fmt=FORMAT)
+scorecard, clients, limits, peaks = compare_limits(TRACE, BASELINE, CANDIDATES, LIMITS, fmt=FORMAT)
 facts = scorecard.attrs["trace"]
 step_s = facts["resolution_ms"] / 1000
 Markdown(
@@ -84,6 +94,19 @@ Markdown(
     "order the log lists them, and every limiter but a fixed window whose seams fall on whole "
     "steps decides on rounded times (what lies within a trailing window, the counter's "
     "interpolation, a bucket's refill) - its row says so in `depends_on`."
+)
+
+# %% [markdown]
+# ## How much of its span the log covers
+#
+# First and last request are days apart; does the log hold everything in between? A log cut
+# from a bigger one often keeps a slice of every hour. A window that reaches out of a slice counts
+# none of the traffic that was left out, so what follows speaks for the covered stretches only.
+
+# %%
+Markdown(
+    f"`{facts['coverage']}`"
+    + (f"\n\n**{facts['coverage_warning']}**" if facts["coverage_warning"] else "")
 )
 
 # %% [markdown]
@@ -97,13 +120,16 @@ reveal(my_guess, flips.rename(lambda c: c.split(":")[0]), "flips", question="Fli
 # ## The scorecard
 #
 # In two tables, each the width of the column: what each configuration decides, then what it
-# costs and what its numbers rest on.
+# costs and what its numbers rest on. What each column counts:
+
+# %%
+Markdown("\n".join(f"* `{column}`: {meaning}" for column, _, meaning in SHOWN[1:]))
 
 # %%
 card = scorecard.set_index("candidate")
 decided = [
-    "admitted", "refused", "flips_to_refused", "flips_to_admitted", "clients_affected",
-    "wrongly_admitted", "wrongly_refused",
+    "admitted", "refused", "clients_refused", "flips_to_refused", "flips_to_admitted",
+    "clients_affected", "wrongly_admitted", "wrongly_refused",
 ]  # fmt: skip
 compact(card[decided], digits=2)
 
@@ -164,25 +190,61 @@ Markdown(
 )
 
 # %% [markdown]
-# ## The choice, and why
+# ## Choose the number
 #
-# The rule (`simulator.comparison.choice.pick`): keep every client within `MOST_RATIO` times the
-# limit in any window; among the candidates that do, refuse the fewest requests the baseline
-# admitted; then the fewest clients affected; then the least memory.
+# The algorithm is half the choice; the limit is the other half. Each configuration was also
+# replayed at every limit of `LIMITS` (the same algorithm, window and parameters). First the
+# clients themselves: each client's **peak** is the most requests it sent in one window of the
+# configuration's length (a trailing window, or the clock's windows for a fixed window). A limit
+# below a client's peak refuses that client at least once.
 
 # %%
-best, why = pick(scorecard, MOST_RATIO)
-Markdown(
-    f"**Pick `{best['candidate']}`**: {why}. It refuses {best['refused']:,} requests in all "
-    f"(the baseline {base['refused']:,}), a refused client waits {best['retry_after_p50_s']:g} s "
-    f"at the median and {best['retry_after_p99_s']:g} s at the 99th percentile, and an active "
-    f"client costs {best['bytes_per_active_client']:,.0f} bytes on the server "
-    f"(the baseline {base['bytes_per_active_client']:,.0f})."
-)
+client_peaks_figure(peaks, LIMITS, top=TOP * 6)
+
+# %% [markdown]
+# Move the slider: at each limit, what every configuration refuses, how many clients it refuses,
+# how many decisions flip against the baseline as it runs now, and how many it refuses where the
+# exact log at that limit would admit.
+
+# %%
+now = min(LIMITS, key=lambda n: abs(n - scorecard.iloc[0]["limit"]))  # the stop nearest today's
+slider = SelectionSlider(options=LIMITS, value=now, description="limit")
+shown_at = [
+    "refused", "clients_refused", "flips_to_refused", "flips_to_admitted", "flips",
+    "wrongly_refused", "clients_over_limit",
+]  # fmt: skip
+
+
+def at_limit(limit):
+    rows = limits[limits["limit"] == limit].set_index("configuration")
+    display(compact(rows[shown_at], digits=2))
+    fewest = rows["flips"].idxmin()
+    display(
+        Markdown(
+            f"At **{limit:,}** per window, `{fewest}` flips the fewest decisions against the "
+            f"baseline ({rows.loc[fewest, 'flips']:,})."
+        )
+    )
+
+
+VBox([slider, interactive_output(at_limit, {"limit": slider})])
+
+# %% [markdown]
+# ## The choice, and why
+#
+# The rule (`simulator.comparison.choice.rule`), in one sentence - keeping the baseline is one of
+# the options, so a change that decides as the baseline does and holds more memory is not
+# recommended:
+
+# %%
+Markdown(f"> {rule(MOST_RATIO)}\n\n**{verdict(scorecard, MOST_RATIO)}**")
 
 # %% [markdown]
 # ## What this does not tell you
 #
+# * The log may cover a small part of its span (the coverage line above): a window that reaches
+#   out of a covered stretch counts nothing of the traffic that was left out, so the figures are
+#   those of the covered stretches, not of the site.
 # * The log is what the *baseline's* clients sent. A client refused more often may slow down,
 #   retry, or go away; a replay cannot know. Flips count decisions on the same requests.
 # * Whole-second times: every limiter but the fixed window decides on rounded times, the exact

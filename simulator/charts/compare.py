@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator.charts import PALETTE, save, subplots
@@ -18,6 +19,7 @@ __all__ = [
     "flips_over_time_figure",
     "client_flips_figure",
     "scorecard_figure",
+    "client_peaks_figure",
     "save_compare_charts",
 ]
 
@@ -36,6 +38,12 @@ def _candidates(scorecard: pd.DataFrame) -> pd.DataFrame:
     return scorecard[scorecard["role"] == "candidate"]
 
 
+def _nothing(ax: Axes, text: str) -> None:
+    """A panel with nothing to draw says so, without axes that would suggest a scale."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=10, transform=ax.transAxes)
+    ax.set_axis_off()  # this panel's only: a shared axis keeps its ticks for the others
+
+
 def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
     """One row per candidate on a shared time axis: flips to admitted above the line (in the
     candidate's colour), flips to refused below it (dark), in ``bins`` spans of time."""
@@ -49,6 +57,10 @@ def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
     )
     edges = np.linspace(0, max(span_h, 1e-9), bins + 1) if hours else None
     for ax, row in zip(axes[:, 0], rows.to_dict("records"), strict=True):
+        if not row["flips_to_refused"] and not row["flips_to_admitted"]:
+            ax.set_title(row["candidate"], fontsize=10, loc="left")
+            _nothing(ax, "no flips: every request decided as the baseline decides it")
+            continue
         t = timeline[timeline["candidate"] == row["candidate"]]
         x = (t["t_ms"].to_numpy() - t0) / (3_600_000 if hours else 1000)
         if edges is None:
@@ -66,11 +78,14 @@ def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
         ax.set_title(row["candidate"], fontsize=10, loc="left")
         ax.set_ylabel("flips", fontsize=9)
         ax.legend(loc="upper right", fontsize=8, frameon=False, ncol=2)
-    axes[-1, 0].set_xlabel(
-        "hours since the trace's first request"
-        if hours
-        else "seconds since the trace's first request"
-    )
+    drawn = [ax for ax in axes[:, 0] if ax.axison]
+    if drawn:  # the time axis under the lowest panel that has one
+        drawn[-1].tick_params(labelbottom=True)
+        drawn[-1].set_xlabel(
+            "hours since the trace's first request"
+            if hours
+            else "seconds since the trace's first request"
+        )
     base = scorecard.iloc[0]["candidate"]
     fig.suptitle(
         f"Which requests each candidate decides differently from {base}, over time", fontsize=11
@@ -87,6 +102,10 @@ def client_flips_figure(scorecard: pd.DataFrame, clients: pd.DataFrame, top: int
     )
     for ax, row in zip(axes[0], rows.to_dict("records"), strict=True):
         mine = clients[clients["candidate"] == row["candidate"]].head(top).iloc[::-1]
+        if not len(mine):
+            ax.set_title(f"{row['candidate']}\nno clients affected", fontsize=9)
+            _nothing(ax, "no flips: every request\ndecided as the baseline\ndecides it")
+            continue
         y = np.arange(len(mine))
         ax.barh(y, mine["flips_to_admitted"], color=_colour(row["algorithm"]), label="now admitted")
         ax.barh(
@@ -104,8 +123,7 @@ def client_flips_figure(scorecard: pd.DataFrame, clients: pd.DataFrame, top: int
         ax.set_xlabel("requests flipped")
         affected = row["clients_affected"]
         ax.set_title(f"{row['candidate']}\n{affected:,} clients affected", fontsize=9)
-        if len(mine):
-            ax.legend(loc="lower right", fontsize=8, frameon=False)
+        ax.legend(loc="lower right", fontsize=8, frameon=False)
     fig.suptitle("The clients who would notice: most flips first", fontsize=11)
     fig.tight_layout()
     return fig
@@ -136,17 +154,7 @@ def scorecard_figure(scorecard: pd.DataFrame) -> Figure:
     y = np.arange(len(names))[::-1]
     for ax, (column, title) in zip(axes.ravel(), _PANELS, strict=False):
         values = scorecard[column].astype(float).to_numpy()
-        colours = [_colour(a) for a in scorecard["algorithm"]]
-        bars = ax.barh(y, np.nan_to_num(values), color=colours)
-        bars[0].set_hatch("//")
-        top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
-        ax.set_xlim(0, (top or 1.0) * 1.4)  # room for the figure written after each bar
-        for yi, v in zip(y, values, strict=True):
-            text = "-" if np.isnan(v) else (f"{v:,.0f}" if float(v).is_integer() else f"{v:,.2f}")
-            ax.annotate(
-                text, (0 if np.isnan(v) else v, yi), xytext=(3, 0), textcoords="offset points",
-                va="center", fontsize=9,
-            )  # fmt: skip
+        _bars(ax, y, values, [_colour(a) for a in scorecard["algorithm"]])
         ax.set_title(title, fontsize=10)
         ax.set_yticks(y, names if ax in axes[:, 0] else [""] * len(names), fontsize=9)
         ax.tick_params(axis="x", labelsize=9)
@@ -161,6 +169,28 @@ def scorecard_figure(scorecard: pd.DataFrame) -> Figure:
     return fig
 
 
+def _bars(ax: Axes, y: np.ndarray, values: np.ndarray, colours: list[str]) -> None:
+    """One bar per configuration, its figure written after it (the baseline's hatched); a
+    panel where every figure is 0 says so instead of drawing a scale for nothing."""
+    if np.isfinite(values).all() and not values.any():
+        ax.text(0.5, 0.5, "0 for every configuration", ha="center", va="center", fontsize=9,
+                transform=ax.transAxes)  # fmt: skip
+        ax.set_xticks([])
+        ax.set_ylim(-0.6, len(y) - 0.4)  # the rows where the other panels draw their bars
+        ax.spines["bottom"].set_visible(False)
+        return
+    bars = ax.barh(y, np.nan_to_num(values), color=colours)
+    bars[0].set_hatch("//")
+    top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+    ax.set_xlim(0, (top or 1.0) * 1.4)  # room for the figure written after each bar
+    for yi, v in zip(y, values, strict=True):
+        text = "-" if np.isnan(v) else (f"{v:,.0f}" if float(v).is_integer() else f"{v:,.2f}")
+        ax.annotate(
+            text, (0 if np.isnan(v) else v, yi), xytext=(3, 0), textcoords="offset points",
+            va="center", fontsize=9,
+        )  # fmt: skip
+
+
 def _short_names(candidates: list[str]) -> tuple[list[str], str]:
     """The configurations by algorithm alone when they all carry the same parameters (and
     those parameters), else as they are (and an empty string)."""
@@ -172,14 +202,53 @@ def _short_names(candidates: list[str]) -> tuple[list[str], str]:
     return candidates, ""
 
 
+def client_peaks_figure(peaks: pd.DataFrame, limits: list[int], top: int = 30) -> Figure:
+    """One row per configuration: its ``top`` clients' peaks (the most requests each sent in
+    one window of the configuration's length), highest first, in the algorithm's colour, and
+    each limit drawn across them with how many of all the clients it is below."""
+    names = list(dict.fromkeys(peaks["configuration"]))
+    fig, axes = subplots(len(names), 1, figsize=(10, 2.2 * len(names) + 1), squeeze=False)
+    for ax, name in zip(axes[:, 0], names, strict=True):
+        mine = peaks[peaks["configuration"] == name]
+        shown = mine.head(top)
+        x = np.arange(1, len(shown) + 1)
+        ax.bar(x, shown["peak"], color=_colour(str(mine["algorithm"].iloc[0])), width=0.8)
+        for n in limits:
+            over = int((mine["peak"] > n).sum())
+            ax.axhline(n, color="black", lw=0.8, ls="--")
+            ax.annotate(
+                f"limit {n:,}: {over:,} clients above", (1.0, n), xycoords=("axes fraction", "data"),
+                xytext=(4, 0), textcoords="offset points", va="center", fontsize=9,
+            )  # fmt: skip
+        ax.set_xlim(0.4, max(len(shown), 1) + 0.6)
+        ax.set_title(f"{name} (window {mine['window_s'].iloc[0]:g} s)", fontsize=10, loc="left")
+        ax.set_ylabel("peak requests\nin one window", fontsize=9)
+        ax.tick_params(labelsize=9)
+    axes[-1, 0].set_xlabel(f"client, by its peak (the {top} highest of each configuration)")
+    fig.suptitle(
+        "Whom each limit touches: a client whose peak is above a limit is refused at that limit",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return fig
+
+
 def save_compare_charts(
-    scorecard: pd.DataFrame, clients: pd.DataFrame, out_dir: str | Path
+    scorecard: pd.DataFrame,
+    clients: pd.DataFrame,
+    out_dir: str | Path,
+    peaks: pd.DataFrame | None = None,
+    limits: pd.DataFrame | None = None,
 ) -> list[Path]:
-    """The three charts as PNG and SVG under ``out_dir``: compare_flips_over_time,
-    compare_client_flips, compare_scorecard. The PNG paths."""
+    """The charts as PNG and SVG under ``out_dir``: compare_flips_over_time,
+    compare_client_flips, compare_scorecard, and compare_client_peaks when ``peaks`` and the
+    ``limits`` table are given. The PNG paths."""
     figures = {
         "compare_flips_over_time": flips_over_time_figure(scorecard),
         "compare_client_flips": client_flips_figure(scorecard, clients),
         "compare_scorecard": scorecard_figure(scorecard),
     }
+    if peaks is not None and limits is not None:
+        wanted = sorted(set(limits["limit"].tolist()))
+        figures["compare_client_peaks"] = client_peaks_figure(peaks, wanted)
     return [save(fig, name, out_dir)[0] for name, fig in figures.items()]

@@ -17,105 +17,7 @@ from simulator.cli.args import (
     scheduler_address,
 )
 
-__all__ = ["register", "cmd_compare", "format_scorecard", "format_clients"]
-
-#: The scorecard columns printed (the CSV has them all).
-_SHOWN = (
-    ("candidate", "candidate"),
-    ("admitted", "admitted"),
-    ("refused", "refused"),
-    ("flips_to_refused", "→refused"),
-    ("flips_to_admitted", "→admitted"),
-    ("clients_affected", "clients"),
-    ("wrongly_admitted", "wrong adm"),
-    ("wrongly_refused", "wrong ref"),
-    ("most_in_window_ratio", "most/limit"),
-    ("retry_after_p50_s", "RA p50 s"),
-    ("retry_after_p99_s", "RA p99 s"),
-    ("bytes_per_active_client", "B/client"),
-    ("peak_active_clients", "peak clients"),
-)
-
-
-def _cell(value: Any, digits: int = 2) -> str:
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "-"
-        return f"{value:,.{digits}f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
-def _aligned(rows: list[list[str]]) -> list[str]:
-    """Rows of cells as lines: the first column to the left, the others to the right."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(
-            v.ljust(w) if i == 0 else v.rjust(w)
-            for i, (v, w) in enumerate(zip(r, widths, strict=True))
-        )
-        for r in rows
-    ]
-
-
-def _notes(r: dict[str, Any]) -> list[str]:
-    """What a configuration's row says beyond the table's columns (a NaN is not said)."""
-    notes = []
-    if r["depends_on"]:
-        notes.append(f"depends on the {r['depends_on']}")
-    if r["server_cpu_us_per_decision"] == r["server_cpu_us_per_decision"]:
-        notes.append(f"server CPU {r['server_cpu_us_per_decision']:.2f} µs per decision")
-    if r["bytes_per_client_on_server"] == r["bytes_per_client_on_server"]:
-        notes.append(
-            f"{r['bytes_per_client_on_server']:,.0f} bytes per client weighed on the server "
-            "(MEMORY USAGE of the keys alive at the end)"
-        )
-    if r["refused_never"]:
-        notes.append(f"{r['refused_never']:,} refusals can never pass (cost over the limit)")
-    return notes
-
-
-def format_scorecard(scorecard: Any) -> str:
-    """The scorecard as a text table, one line per configuration, the notes beneath."""
-    header = [label for _, label in _SHOWN]
-    rows = [
-        [_cell(r[c], 3 if c.endswith("_s") else 2) for c, _ in _SHOWN]
-        for r in scorecard.to_dict("records")
-    ]
-    lines = _aligned([header, *rows])
-    for r in scorecard.to_dict("records"):
-        notes = _notes(r)
-        if notes:
-            lines.append(f"  {r['candidate']}: " + "; ".join(notes))
-    return "\n".join(lines)
-
-
-def _shown(client: str) -> str:
-    """A client id for the terminal: bytes that are not UTF-8 as ``\\xff`` escapes (the CSV
-    files keep the bytes themselves)."""
-    return client.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def format_clients(clients: Any, top: int) -> str:
-    """The ``top`` clients each candidate affects most: who, how many flips each way, when."""
-    from datetime import UTC, datetime
-
-    def when(t_ms: int) -> str:
-        if t_ms >= 10**11:  # an access log's times: ms since the epoch
-            return datetime.fromtimestamp(t_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-        return f"{t_ms / 1000:,.3f} s"
-
-    lines = []
-    for name, rows in clients.groupby("candidate", sort=False):
-        lines.append(f"most affected by {name} ({len(rows):,} clients):")
-        for r in rows.head(top).to_dict("records"):
-            lines.append(
-                f"  {_shown(r['client'])}: {r['flips']:,} of {r['requests']:,} requests flipped "
-                f"({r['flips_to_refused']:,} now refused, {r['flips_to_admitted']:,} now admitted), "
-                f"{when(r['first_flip_t_ms'])} to {when(r['last_flip_t_ms'])}"
-            )
-    return "\n".join(lines)
+__all__ = ["register", "cmd_compare"]
 
 
 def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> None:
@@ -154,7 +56,12 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     return baseline, candidates
 
 
-CHART_NAMES = ("compare_flips_over_time", "compare_client_flips", "compare_scorecard")
+CHART_NAMES = (
+    "compare_flips_over_time",
+    "compare_client_flips",
+    "compare_scorecard",
+    "compare_client_peaks",
+)
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -164,7 +71,12 @@ def _check_outputs(args: argparse.Namespace) -> None:
     from simulator.playback.output import OutputError, check_output
 
     named: dict[str, str] = {}
-    outputs = [("--out", args.out), ("--clients-out", args.clients_out)]
+    outputs = [
+        ("--out", args.out),
+        ("--clients-out", args.clients_out),
+        ("--limits-out", args.limits_out),
+        ("--report", args.report),
+    ]
     if args.charts is not None:
         outputs += [
             ("--charts", args.charts / f"{n}.{e}") for n in CHART_NAMES for e in ("png", "svg")
@@ -232,9 +144,12 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
         raise
 
 
-def _write(args: argparse.Namespace, scorecard: Any, clients: Any) -> None:
-    """The files asked for: the scorecard, the clients, the charts. A disk that fills on the
-    way is one message naming the file (the scorecard is on standard output already)."""
+def _write(
+    args: argparse.Namespace, scorecard: Any, clients: Any, table: Any = None, peaks: Any = None
+) -> None:
+    """The files asked for: the scorecard, the clients, the other limits, the charts. A disk
+    that fills on the way is one message naming the file (the scorecard is on standard output
+    already)."""
     option = "--out"
     try:
         if args.out is not None:
@@ -246,24 +161,47 @@ def _write(args: argparse.Namespace, scorecard: Any, clients: Any) -> None:
                 args.clients_out, index=False, encoding="utf-8", errors="surrogateescape"
             )
             print(f"wrote {args.clients_out}", file=sys.stderr)
+        option = "--limits-out"
+        if args.limits_out is not None and table is not None:
+            table.to_csv(args.limits_out, index=False)
+            print(f"wrote {args.limits_out}", file=sys.stderr)
         option = "--charts"
         if args.charts is not None:
             from simulator.charts.compare import save_compare_charts
 
-            for path in save_compare_charts(scorecard, clients, args.charts):
+            for path in save_compare_charts(scorecard, clients, args.charts, peaks, table):
                 print(f"wrote {path}", file=sys.stderr)
     except OSError as exc:
-        where = {"--out": args.out, "--clients-out": args.clients_out}.get(option, args.charts)
+        where = {
+            "--out": args.out,
+            "--clients-out": args.clients_out,
+            "--limits-out": args.limits_out,
+        }.get(option, args.charts)
         raise UsageError(
             f"{option} {where}: cannot be written ({exc.strerror or exc}); the scorecard "
             "is printed above"
         ) from None
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    baseline, candidates = _candidates(args)
-    scorecard, clients = _run_compare(args, baseline, candidates)
-    facts = scorecard.attrs["trace"]
+def _plan(args: argparse.Namespace) -> tuple[Any, tuple[int, ...]]:
+    """``--budget`` and ``--limits`` read before anything else: a bad one is one message."""
+    from simulator.checks import ConfigError
+    from simulator.comparison.budget import parse_budget
+    from simulator.comparison.limits import parse_limits
+
+    if not 0 < args.most_ratio < float("inf"):
+        raise ConfigError(f"--most-ratio {args.most_ratio:g}: must be a number above 0")
+    if args.limits_out is not None and args.limits is None:
+        raise UsageError(f"--limits-out {args.limits_out}: give --limits too (the limits to try)")
+    limits = parse_limits(args.limits) if args.limits is not None else ()
+    return parse_budget(args.budget), limits
+
+
+def _print_head(args: argparse.Namespace, facts: dict[str, Any]) -> None:
+    """The coverage first (and its warning), then what the trace holds."""
+    print(facts.get("coverage", "coverage: not measured"))
+    if facts.get("coverage_warning"):
+        print(facts["coverage_warning"])
     step = facts["resolution_ms"]
     shown = f"{step / 1000:g} s" if step >= 1000 else f"{step} ms"
     print(
@@ -271,12 +209,70 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"{(facts['t_max_ms'] - facts['t_min_ms']) / 1000:,.0f} s; time resolution {shown}"
         + (" (requests within one step are decided in file order)" if step > 1 else "")
     )
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from simulator.comparison.choice import rule, verdict
+    from simulator.comparison.limits import limits_table, variants, without_variants
+    from simulator.comparison.report import gate
+    from simulator.comparison.text import format_clients, format_limits, format_scorecard
+
+    budget, limits = _plan(args)
+    baseline, candidates = _candidates(args)
+    everyone = [baseline, *candidates]
+    card, every_client = _run_compare(args, baseline, [*candidates, *variants(everyone, limits)])
+    scorecard, clients = without_variants(card, every_client)
+    _print_head(args, scorecard.attrs["trace"])
     print(format_scorecard(scorecard))
+    print()
+    print(f"Rule: {rule(args.most_ratio)}")
+    print(verdict(scorecard, args.most_ratio))
     if len(clients):
         print()
         print(format_clients(clients, args.top))
-    _write(args, scorecard, clients)
-    return 0
+    table = peaks = None
+    if limits:
+        from simulator.comparison.limits import trace_peaks
+
+        peaks = trace_peaks(args.trace, args.format, everyone)
+        table = limits_table(card, everyone, limits, peaks)
+        print()
+        print(format_limits(table))
+    over = gate(scorecard, budget, args.most_ratio)
+    if budget is not None:
+        print()
+        print(
+            f"budget {budget.said()}: "
+            + ("over: " + "; ".join(over) if over else "the pick is within it")
+        )
+    _write(args, scorecard, clients, table, peaks)
+    if args.report is not None:
+        _write_report(args, scorecard, clients, budget, table)
+    return 1 if over else 0
+
+
+def _write_report(
+    args: argparse.Namespace, scorecard: Any, clients: Any, budget: Any, table: Any
+) -> None:
+    from simulator.comparison.report import plan_report
+
+    text = plan_report(
+        scorecard,
+        clients,
+        trace=str(args.trace),
+        most_ratio=args.most_ratio,
+        budget=budget,
+        limits=table,
+        top=args.top,
+    )
+    try:
+        args.report.write_text(text, encoding="utf-8", errors="backslashreplace")
+    except OSError as exc:
+        raise UsageError(
+            f"--report {args.report}: cannot be written ({exc.strerror or exc}); the scorecard "
+            "is printed above"
+        ) from None
+    print(f"wrote {args.report}", file=sys.stderr)
 
 
 def _keep_finished(args: argparse.Namespace, rows: list[dict[str, Any]], total: int) -> None:
@@ -287,9 +283,10 @@ def _keep_finished(args: argparse.Namespace, rows: list[dict[str, Any]], total: 
     import pandas as pd
 
     from simulator.comparison import SCORE_COLUMNS
+    from simulator.comparison.text import format_scorecard
 
     done = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
-    print(format_scorecard(done))
+    print(format_scorecard(done, legend=False))
     where = ""
     if args.out is not None:
         try:
@@ -354,6 +351,46 @@ def register(sub: Any) -> None:
         default=None,
         metavar="DIR",
         help="write the charts (flips over time, flips per client, the scorecard) as PNG and SVG in this folder (made if it is not there)",
+    )
+    p.add_argument(
+        "--most-ratio",
+        type=float,
+        default=1.25,
+        metavar="X",
+        help="the protection the pick asks for: no client above X times the limit in any "
+        "window (default 1.25)",
+    )
+    p.add_argument(
+        "--limits",
+        default=None,
+        metavar="N,N,...|LO..HI:STEP",
+        help="replay the baseline and every candidate at each of these limits too (e.g. "
+        "5,10,20,50 or 5..50:5): refused, clients refused, flips, wrongly refused per limit, "
+        "and each client's peak in one window",
+    )
+    p.add_argument(
+        "--limits-out",
+        type=Path,
+        default=None,
+        metavar="FILE.csv",
+        help="the table of --limits as CSV",
+    )
+    p.add_argument(
+        "--budget",
+        action="append",
+        default=[],
+        metavar="FIELD=N[%],...",
+        help="the most the configuration the pick would adopt may change, e.g. "
+        "flips_to_refused=0.1%%,clients_affected=5 (%% of the trace's requests or clients); "
+        "over it, exit status 1",
+    )
+    p.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        metavar="PLAN.md",
+        help="write the plan as Markdown: the question, the coverage, the scorecard, the "
+        "clients most affected, the pick and the budget",
     )
     p.add_argument(
         "--top",

@@ -210,6 +210,13 @@ def compare(
         "memory_source": MEMORY_SOURCE,
     }
     scorecard.attrs["timeline"] = timeline_frame(merged, timeline)
+    if split.coverage is not None:
+        scorecard.attrs["coverage"] = split.coverage
+        scorecard.attrs["trace"]["covered_share"] = split.coverage.share
+        scorecard.attrs["trace"]["coverage"] = split.coverage.line()
+        scorecard.attrs["trace"]["coverage_warning"] = split.coverage.warning(
+            max(c.window_ms for c in everyone)
+        )
     return scorecard, clients
 
 

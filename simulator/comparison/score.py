@@ -75,6 +75,8 @@ class Part:
     decided: int = 0
     admitted: int = 0
     refused: int = 0
+    #: clients refused at least once
+    clients_refused: int = 0
     flips_to_refused: int = 0
     flips_to_admitted: int = 0
     wrongly_admitted: int = 0
@@ -126,6 +128,7 @@ class _Tally:
         self.windows: dict[str, deque[tuple[int, int]]] = {}
         self.in_window: dict[str, int] = {}
         self.requests: Counter = Counter()
+        self.refused_clients: set[str] = set()
 
     def __call__(self, rows: Decisions) -> None:
         part, n = self.part, len(rows)
@@ -139,6 +142,8 @@ class _Tally:
         part.refused += n - admitted
         retry = rows.columns.retry_after_ms[~allowed]
         part.retry_after_ms.update(retry.tolist())
+        if admitted < n:
+            self.refused_clients.update(clients[i] for i in np.flatnonzero(~allowed).tolist())
         self.requests.update(clients)
         exact = self._walk(clients, t_list, rows.cost_list(), allowed)
         self.since_prune += n
@@ -250,6 +255,7 @@ class _Tally:
             self.active[lo] += 1
             self.active[hi + 1] -= 1
         part = self.part
+        part.clients_refused = len(self.refused_clients)
         for client, row in part.clients.items():
             row[0] = self.requests[client]
         part.flips_to_refused_t, part.flips_to_admitted_t = self.flips_r, self.flips_a
@@ -329,6 +335,7 @@ def merge_parts(parts: list[Part]) -> Part:
             "decided",
             "admitted",
             "refused",
+            "clients_refused",
             "flips_to_refused",
             "flips_to_admitted",
             "wrongly_admitted",

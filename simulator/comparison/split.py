@@ -8,7 +8,8 @@ each request with its position in the trace. A shard is a file of pickled blocks
 of the caller's; replaying it needs nothing else, so a shard can go to any worker that sees the
 folder. One shard is the whole trace in time order.
 
-While the trace is read, its time resolution is found: the coarsest of 1 s, 100 ms, 10 ms and
+While the trace is dealt, how much of its span it covers is found
+(:mod:`~simulator.comparison.coverage`), and its time resolution: the coarsest of 1 s, 100 ms, 10 ms and
 1 ms that divides every time (an access log's times are whole seconds). Nothing finer than that
 can be known of the traffic, and a limiter whose decisions turn on the milliseconds between two
 requests is decided on times that were rounded before it saw them.
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from simulator.comparison.coverage import Coverage, CoverageCount
 from simulator.playback.scan import scan_trace
 from simulator.playback.spool import SpoolError
 from simulator.playback.traces import Requests, TraceError
@@ -69,6 +71,8 @@ class SplitTrace:
     costs: bool = False
     shard_files: list[Path] = field(default_factory=list)
     shard_requests: list[int] = field(default_factory=list)
+    #: how much of its span the trace covers (found while it is dealt)
+    coverage: Coverage | None = None
 
     @property
     def span_s(self) -> float:
@@ -122,7 +126,9 @@ def _deal(parts: Iterable[Requests], out: SplitTrace, files: Sequence[BinaryIO])
     buffers: list[list[Requests]] = [[] for _ in range(shards)]
     held = [0] * shards
     block = max(1024, BLOCK_REQUESTS // shards)
+    covered = CoverageCount(out.t_min_ms, out.t_max_ms)
     for part in parts:
+        covered.add(part.t_ms)
         while resolutions[0] > 1 and any(t % resolutions[0] for t in part.t_ms):
             resolutions.pop(0)
         seen.update(part.clients)
@@ -136,6 +142,7 @@ def _deal(parts: Iterable[Requests], out: SplitTrace, files: Sequence[BinaryIO])
     for k, buffered in enumerate(buffers):
         if buffered:
             pickle.dump(_joined(buffered), files[k], pickle.HIGHEST_PROTOCOL)
+    out.coverage = covered.result()
     return resolutions[0], len(seen)
 
 
