@@ -16,6 +16,7 @@ from simulator.cli.args import (
     positive_int,
     scheduler_address,
 )
+from simulator.cli.traceargs import add_trace_options, trace_source
 
 __all__ = ["register", "cmd_compare", "format_scorecard", "format_clients"]
 
@@ -127,7 +128,7 @@ def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> 
 
     if not is_foreign(backend):
         return
-    first = first_requests(iter_trace(args.trace, args.format, REHEARSAL_REQUESTS))
+    first = first_requests(iter_trace(args.trace, args.source, REHEARSAL_REQUESTS))
     for spec in specs:
         rehearsal = rehearse_requests(first, spec.limit, spec.window_ms, spec.params)
         check_foreign(backend, [spec.algorithm], args, rehearsal)
@@ -221,7 +222,7 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
                     args.trace,
                     baseline,
                     candidates,
-                    fmt=args.format,
+                    fmt=args.source,
                     shards=args.shards,
                     scheduler=args.scheduler,
                     backend=real,
@@ -261,6 +262,7 @@ def _write(args: argparse.Namespace, scorecard: Any, clients: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    args.source = trace_source(args)  # the format, key and time checked before anything is read
     baseline, candidates = _candidates(args)
     scorecard, clients = _run_compare(args, baseline, candidates)
     facts = scorecard.attrs["trace"]
@@ -320,14 +322,10 @@ def register(sub: Any) -> None:
         "trace",
         type=Path,
         metavar="TRACE",
-        help="CSV with header t_ms,client[,cost], or an access log with --format clf",
+        help="CSV with header t_ms,client[,cost], or a log (--format, --log-format below), "
+        "plain, .gz or .zst",
     )
-    p.add_argument(
-        "--format",
-        choices=("csv", "clf"),
-        default="csv",
-        help="csv (t_ms,client[,cost]) or clf (Apache/Nginx access log; client = remote host)",
-    )
+    add_trace_options(p)
     p.add_argument("--baseline", required=True, metavar="SPEC", help="the configuration now")
     p.add_argument(
         "--candidate", action="append", default=[], metavar="SPEC", help="a candidate (repeatable)"

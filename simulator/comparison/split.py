@@ -26,7 +26,7 @@ from typing import BinaryIO
 
 from simulator.playback.scan import scan_trace
 from simulator.playback.spool import SpoolError
-from simulator.playback.traces import Requests, TraceError
+from simulator.playback.traces import Requests, TraceError, TraceFormat
 
 __all__ = [
     "SplitTrace",
@@ -84,7 +84,7 @@ class SplitTrace:
 
 def split_trace(
     path: str | Path,
-    fmt: str,
+    fmt: TraceFormat,
     workdir: str | Path,
     shards: int = 1,
     on_progress: Callable[[int], None] | None = None,
