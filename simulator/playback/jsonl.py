@@ -4,7 +4,8 @@ Envoy with a JSON access log, Cloudflare Logpush, an application's own structure
 line is an object, and what a key or a time needs is at a path in it (``request.headers.x-api-key``,
 ``user.id``; a number indexes a list: ``hops.0``). ``--field NAME=PATH`` names a path
 (``--field user=auth.user.id``, then ``--key field:user``; ``--field ip=client.addr`` tells
-where the address is); a path not named that way is read as it is (``--key field:user.id``).
+where the address is: without it, ``ip``, ``path`` and ``method`` are the fields of those
+names); a path not named that way is read as it is (``--key field:user.id``).
 Lines are parsed with orjson. A path that a line lacks is refused naming the line and the path;
 a null is ``-`` in a key.
 
@@ -128,4 +129,4 @@ def json_preset(name: str) -> JsonLayout:
             TimeSpec("EdgeStartTimestamp", "ns"),
             headers_at="RequestHeaders",
         )
-    return JsonLayout()
+    return JsonLayout(offers={n: (n, None) for n in ("ip", "path", "method")})

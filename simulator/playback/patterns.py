@@ -137,6 +137,7 @@ class PatternLayout(Layout):
         plans = [(name, self._parts(name), self.joined.get(name, ("", None))[1]) for name in wanted]
         full, what = self._full, self.what
         made: dict[tuple[str | None, ...], Any] = {}
+        label = {n: t.shown or n for t in self.tokens for n in t.names}
 
         def read(line: str) -> list[Any] | None:
             text = line.rstrip("\r\n")
@@ -150,7 +151,7 @@ class PatternLayout(Layout):
             for name, parts, join in plans:
                 if join is None:
                     _, i, convert = parts[0]
-                    got.append(_converted(name, values[i], convert))
+                    got.append(_converted(label[name], values[i], convert))
                 else:  # one time of several directives: made once per distinct spelling
                     texts = tuple(values[i] for _, i, _ in parts)
                     value = made.get(texts, made)
@@ -158,7 +159,7 @@ class PatternLayout(Layout):
                         if len(made) > 4096:
                             made.clear()
                         value = made[texts] = join(
-                            {n: _converted(n, values[i], c) for n, i, c in parts}
+                            {n: _converted(label[n], values[i], c) for n, i, c in parts}
                         )
                     got.append(value)
             return got
@@ -166,10 +167,11 @@ class PatternLayout(Layout):
         return read
 
 
-def _converted(name: str, text: str | None, convert: Callable[[str], Any] | None) -> Any:
+def _converted(label: str, text: str | None, convert: Callable[[str], Any] | None) -> Any:
     if convert is None or text is None:
         return text
     try:
         return convert(text)
     except (ValueError, TypeError):
-        raise LineError(f"field {name}: {text[:80]!r} cannot be read as that field") from None
+        said = "a time in the format" if label.endswith("t") and "%" in label else "what is read by"
+        raise LineError(f'field {label}: "{text[:80]}" is not {said} {label}') from None

@@ -84,7 +84,9 @@ def _refuse_binary(path: Path, head: bytes, inside: str = "") -> None:
     """A file of a compressed kind not streamed, or a binary one, is not read as text (its bytes
     would be quoted as a header): one message saying what it is."""
     kind = _kind(head)
-    if kind is not None and (inside or kind not in STREAMED):
+    if kind in STREAMED and not inside:
+        return  # its bytes are looked at once decompressed
+    if kind is not None:
         raise TraceError(
             f"{path}: is {kind}-compressed{inside}, not a text trace; decompress it first "
             f"(a trace is a CSV or a log as plain text, or gzip- or zstd-compressed)"
