@@ -41,7 +41,13 @@ PRESETS = {
 }
 _DIRECTIVE = re.compile(r"%[<>!,0-9]*(?:\{[^}]*\})?(?:\^t[io]|[a-zA-Z%])")
 _VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
-_TIME_LOCAL = r"(\d{2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4})"
+#: nginx variables whose values are spelled one way: read with their own pattern ($uri holds
+#: no "?", so $uri$is_args$args reads back).
+_NGINX_FIXED = {
+    "time_local": r"(\d{2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4})",
+    "is_args": r"(\??)",
+    "uri": r"((?:[^?\s\"\\]|\\.)*+)",
+}
 #: nginx's time variables and how each is spelled, in the order one is chosen.
 _NGINX_TIMES = (("time_local", "clf"), ("time_iso8601", "iso"), ("msec", "s"))
 
@@ -145,7 +151,7 @@ def _apache_tokens(text: str) -> list[Token]:
         names = tuple(_group_name(d[0]) for d in defs)
         free = len(defs) == 1 and "*?" in pattern
         convert = tuple(_decoded(d[2]) for d in defs)
-        tokens.append(Token(None, names, None if free else pattern, convert, m.group()))
+        tokens.append(Token(None, names, None if free else pattern, convert, m.group(), pattern))
     if at < len(text):
         tokens.append(Token(literal=text[at:]))
     return tokens
@@ -199,8 +205,7 @@ def _nginx_tokens(text: str) -> list[Token]:
             tokens.append(Token(literal=text[at : m.start()]))
         at = m.end()
         name = m.group(1) or m.group(2)
-        pattern = _TIME_LOCAL if name == "time_local" else None
-        tokens.append(Token(None, (name,), pattern, (_dash,), f"${name}"))
+        tokens.append(Token(None, (name,), _NGINX_FIXED.get(name), (_dash,), f"${name}"))
     if at < len(text):
         tokens.append(Token(literal=text[at:]))
     return tokens

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.checks import ConfigError
 from simulator.playback.times import LineError, TimeSpec
 
 __all__ = ["Token", "Layout", "PatternLayout", "Transform", "free_text"]
@@ -41,15 +42,17 @@ class Token:
     pattern: str | None = None
     convert: tuple[Callable[[str], Any] | None, ...] = ()
     shown: str = ""
+    #: The format's own pattern for a free-text field, used when another field touches it.
+    own: str | None = None
 
 
-def free_text(stop: str | None, lazy: bool = False) -> str:
+def free_text(stop: str | None) -> str:
     """A field read up to ``stop`` (the next literal's first character; None: to the line's
-    end), escapes included, never backtracking (``lazy``: as short as the fields after allow)."""
+    end), escapes included, never backtracking."""
     if stop is None:
-        return r"(.*?)" if lazy else r"(.*+)"
+        return r"(.*+)"
     c = re.escape(stop)
-    return rf"((?:[^{c}\\]|\\.)*{'?' if lazy else '+'})"
+    return rf"((?:[^{c}\\]|\\.)*+)"
 
 
 class Layout:
@@ -101,12 +104,20 @@ class PatternLayout(Layout):
             return re.escape(token.literal)
         if token.pattern is not None:
             return token.pattern
-        # Read up to the first character of the literal text after it; a field directly
-        # followed by another (nginx's $uri$is_args$args, Apache's %U%q) is read lazily, up to
-        # the literal after the run of them: backtracking, but only within that run.
-        rest = self.tokens[i + 1 :]
-        stop = next((t.literal[0] for t in rest if t.literal), None)
-        return free_text(stop, lazy=bool(rest) and rest[0].literal is None)
+        # Read up to the first character of the literal text after it. One followed at once
+        # by another field (Apache's %U%q) has no such character: it takes the format's own
+        # pattern, which backtracks (as a general parser does), or is refused if there is none.
+        after = self.tokens[i + 1] if i + 1 < len(self.tokens) else None
+        if after is not None and after.literal is None:
+            if token.own is None:
+                raise ConfigError(
+                    f"{self.what}: {token.shown} is followed at once by {after.shown}, with "
+                    "nothing between them: where one ends and the other starts cannot be read back"
+                )
+            return token.own
+        if i and self.tokens[i - 1].literal is None and token.own is not None:
+            return token.own  # after a field, the format's own pattern says where it starts
+        return free_text(after.literal[0] if after is not None and after.literal else None)
 
     def _groups(self) -> list[tuple[str, Callable[[str], Any] | None]]:
         """Each group of the pattern, in order: its field's name and converter."""

@@ -4,7 +4,10 @@ A trace is a list of requests in file order, each a time ``t_ms`` (whole millise
 origin) and a ``client`` (any string). Access logs in the Apache/Nginx combined (or common)
 format are read with the remote host as the client and the request time as ``t_ms`` (ms since
 the Unix epoch), so a real log can be replayed. A malformed line stops the read with a message
-naming file and line.
+naming file and line. Those two readers are here; a log in any other format, or keyed by
+anything but its remote host, is described by a :class:`TraceSource` and read by
+:mod:`simulator.playback.formats` (:func:`iter_trace` takes either). gzip and zstd files are
+read as streams (:mod:`simulator.playback.streams`).
 
 A log may hold fifty million lines, so the readers hand the requests out in chunks of at most
 :data:`CHUNK_REQUESTS` (:func:`iter_trace`); :func:`read_trace` gathers them into a frame for

@@ -77,6 +77,27 @@ def test_an_nginx_log_format_keyed_by_a_header(tmp_path):
     assert folded == {"2001:db8::/64"}
 
 
+def test_fields_with_nothing_between_them(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(
+        '192.0.2.4 2026-12-02 02:52:27 123 /users/42?x=1 "k1"\n'
+        '192.0.2.4 2026-12-02 02:52:28 007 /users/43 "k2"\n'
+    )
+    apache = '%a %{%Y-%m-%d %H:%M:%S}t %{msec_frac}t %U%q "%{X-Api-Key}i"'
+    t0 = _ms("2026-12-02T02:52:27")
+    assert _read(log, log_format=apache, key="{route}{field:request_query}") == [
+        (t0 + 123, "/users/:id?x=1"),
+        (t0 + 1007, "/users/:id-"),
+    ]
+    log.write_text("192.0.2.4 [02/Dec/2026:02:52:27 +0000] /users/42?x=1 k1\n")
+    nginx = "$remote_addr [$time_local] $uri$is_args$args $http_x_api_key"
+    assert _read(log, log_format=nginx, key="{field:uri}|{field:args}|{header:x-api-key}") == [
+        (t0, "/users/42|x=1|k1")
+    ]
+    with pytest.raises(ConfigError, match=r"\$a is followed at once by \$b, with nothing between"):
+        TraceSource(log, log_format="$remote_addr [$time_local] $a$b")
+
+
 def test_json_lines_with_nested_fields(tmp_path):
     log = tmp_path / "app.jsonl"
     rows = [
