@@ -21,12 +21,13 @@ _FORMAT_HELP = "; ".join(f"{name}: {what}" for name, what in FORMATS.items())
 
 def add_trace_options(p: argparse.ArgumentParser) -> None:
     """``--format``, ``--log-format``, ``--key``, ``--time`` and ``--field`` on ``p``."""
+    # argparse %-formats the options' help, not a group's description: one % each there.
     group = p.add_argument_group(
         "reading the trace",
         "A log may be plain, gzip (.gz) or zstd (.zst), read as a stream. See docs/logs.md "
         "for each format with an example line. Examples: "
         "--format nginx --key xff:1; "
-        '--log-format \'%%h %%l %%u %%t "%%r" %%>s %%b "%%{User-Agent}i" %%{X-Api-Key}i\' '
+        '--log-format \'%h %l %u %t "%r" %>s %b "%{User-Agent}i" %{X-Api-Key}i\' '
         "--key header:x-api-key; "
         "--format jsonl --time ts:s --field user=auth.user_id --key field:user; "
         "--format alb --key '{ip}:{route}'.",
@@ -63,7 +64,8 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
         metavar="FIELD[:SPEC]",
         help="where a log line's time is and how it is spelled (default: the format's own "
         "time field). SPEC: s, ms, us or ns (a number of those since the Unix epoch, e.g. "
-        "ts:s for 1700000000.123), iso (ISO 8601, the default), clf (17/May/2015:10:05:03 "
+        "ts:s for 1700000000.123), iso (ISO 8601, also when SPEC is left out), clf "
+        "(17/May/2015:10:05:03 "
         "+0000) or a strftime pattern (start_time:%%Y-%%m-%%dT%%H:%%M:%%S.%%fZ); a time "
         "without a zone is UTC. Times are read to the millisecond, floored",
     )

@@ -105,7 +105,7 @@ class _Plan:
             t = cache.get(when)
             if t is None:
                 t = time.t_ms(when)
-                if len(cache) > 4096:  # a log's lines share their second with neighbours
+                if len(cache) > 65_536:  # a log's lines share their second with neighbours
                     cache.clear()
                 cache[when] = t
             got = {n: (values[i] if f is None else f(values[i])) for n, i, f in needs}

@@ -52,7 +52,7 @@ def free_text(stop: str | None) -> str:
     if stop is None:
         return r"(.*+)"
     c = re.escape(stop)
-    return rf"((?:[^{c}\\]|\\.)*+)"
+    return rf"([^{c}\\]*+(?:\\.[^{c}\\]*+)*+)"  # runs of plain characters, escapes between
 
 
 class Layout:
@@ -95,6 +95,11 @@ class PatternLayout(Layout):
     def __post_init__(self) -> None:
         self._patterns = [self._pattern(i, t) for i, t in enumerate(self.tokens)]
         self._full = re.compile("".join(self._patterns))
+        #: The tokens read with a pattern that backtracks (the format's own, where fields touch).
+        self._lazy = [
+            t.pattern is None and p == t.own
+            for t, p in zip(self.tokens, self._patterns, strict=True)
+        ]
 
     def names(self) -> Sequence[str]:
         return [*dict.fromkeys(n for t in self.tokens for n in t.names), *self.joined]
@@ -138,24 +143,31 @@ class PatternLayout(Layout):
         used = {n for name in wanted for n, _, _ in self._parts(name)}
         last = max((i for i, t in enumerate(self.tokens) if used.intersection(t.names)), default=-1)
         end = last + 1
-        if end < len(self.tokens) and self.tokens[end].literal is not None:
+        while end < len(self.tokens) and self.tokens[end].literal is None:  # fields touching it
             end += 1
-        return end
+        return min(end + 1, len(self.tokens))
 
     def reader(self, wanted: Sequence[str]) -> Callable[[str], list[Any] | None]:
         # The groups of the prefix are the first groups of the whole: one index serves both.
-        prefix = re.compile("".join(self._patterns[: self._end_of(wanted)]))
+        end = self._end_of(wanted)
+        prefix = re.compile("".join(self._patterns[:end]))
+        if not any(self._lazy[:end]):
+            # Read left to right without backtracking, the prefix gives the groups the whole
+            # would: the rest of the line need not be matched at all.
+            full = prefix
+        else:
+            full = self._full
         plans = [(name, self._parts(name), self.joined.get(name, ("", None))[1]) for name in wanted]
-        full, what = self._full, self.what
+        what = self.what
         made: dict[tuple[str | None, ...], Any] = {}
         label = {n: t.shown or n for t in self.tokens for n in t.names}
 
         def read(line: str) -> list[Any] | None:
             text = line.rstrip("\r\n")
-            m = full.fullmatch(text) or prefix.match(text)
+            if not text.strip():
+                return None
+            m = (full.fullmatch(text) if full is not prefix else None) or prefix.match(text)
             if m is None:
-                if not text.strip():
-                    return None
                 raise LineError(f"not a line of {what}: {text[:80]!r}")
             values = m.groups()
             got: list[Any] = []

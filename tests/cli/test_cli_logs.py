@@ -141,6 +141,8 @@ def test_json_lines_keyed_by_route_decide_as_an_independent_count(tmp_path):
     packed = tmp_path / "app.jsonl.zst"
     packed.write_bytes(zstandard.ZstdCompressor().compress(log.read_bytes()))
     assert _replay(packed, *how, out=tmp_path / "z.csv") == (tmp_path / "o.csv").read_text()
+    sharded = _replay(packed, *how, "--shards", "2", out=tmp_path / "s.csv")  # split by route
+    assert sharded == (tmp_path / "o.csv").read_text()
 
 
 @pytest.mark.slow
