@@ -293,3 +293,16 @@ def test_a_bad_line_names_file_line_and_field(tmp_path, how, first, line, needle
         read_trace(TraceSource(log, **how))
     message = str(caught.value)
     assert message.startswith(f"{log}:{2 if first else 1}: ") and needle in message, message
+
+
+def test_a_key_over_the_bound_names_the_line(tmp_path):
+    log = tmp_path / "access.log"
+    first = SAMPLE.read_text().splitlines()[0]
+    long_agent = first.rsplit('"', 2)[0] + '"' + "A" * 1100 + '"'
+    log.write_text(first + "\n" + long_agent + "\n")
+    assert len(_read(log, format="combined", key="ip")) == 2
+    with pytest.raises(TraceError) as caught:
+        _read(log, format="combined", key="ip+ua")
+    message = str(caught.value)
+    assert message.startswith(f"{log}:2: key '83.149.9.216 AAAA") and "is 1,113 bytes" in message
+    assert "over the 1,024 a client id may hold (--key ip+ua)" in message and len(message) < 300
