@@ -160,8 +160,8 @@ def compare(
     listeners: Listeners = Listeners(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay ``baseline`` and every candidate (SPEC strings ``ALGORITHM:limit=N,window=S,...``
-    or :class:`~simulator.comparison.spec.Candidate`) over ``trace`` (a file, ``fmt`` csv,
-    clf or a TraceSource, or a frame with ``t_ms``, ``client`` and optionally ``cost``).
+    or :class:`~simulator.comparison.spec.Candidate`) over ``trace`` (a file, ``fmt`` csv or
+    clf, or a frame with ``t_ms``, ``client`` and optionally ``cost``).
 
     Returns ``(scorecard, clients)``: one row per configuration (the baseline first) with
     :data:`SCORE_COLUMNS`, and one row per client a candidate decided differently from the
