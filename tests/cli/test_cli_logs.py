@@ -131,6 +131,7 @@ def test_an_nginx_log_keyed_by_api_key_decides_as_an_independent_count(tmp_path)
     assert out == (tmp_path / "o.csv").read_text()
 
 
+@pytest.mark.slow  # three replays: plain, zstd, two shards
 def test_json_lines_keyed_by_route_decide_as_an_independent_count(tmp_path):
     log = tmp_path / "app.jsonl"
     events = _json_log(log)
