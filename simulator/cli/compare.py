@@ -16,6 +16,7 @@ from simulator.cli.args import (
     positive_int,
     scheduler_address,
 )
+from simulator.cli.traceargs import add_trace_options, trace_source
 
 __all__ = ["register", "cmd_compare"]
 
@@ -29,7 +30,7 @@ def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> 
 
     if not is_foreign(backend):
         return
-    first = first_requests(iter_trace(args.trace, args.format, REHEARSAL_REQUESTS))
+    first = first_requests(iter_trace(args.trace, args.source, REHEARSAL_REQUESTS))
     for spec in specs:
         rehearsal = rehearse_requests(first, spec.limit, spec.window_ms, spec.params)
         check_foreign(backend, [spec.algorithm], args, rehearsal)
@@ -133,7 +134,7 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
                     args.trace,
                     baseline,
                     candidates,
-                    fmt=args.format,
+                    fmt=args.source,
                     shards=args.shards,
                     scheduler=args.scheduler,
                     backend=real,
@@ -217,6 +218,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from simulator.comparison.report import gate
     from simulator.comparison.text import format_clients, format_limits, format_scorecard
 
+    args.source = trace_source(args)  # the format, key and time checked before anything is read
     budget, limits = _plan(args)
     baseline, candidates = _candidates(args)
     everyone = [baseline, *candidates]
@@ -234,7 +236,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if limits:
         from simulator.comparison.limits import trace_peaks
 
-        peaks = trace_peaks(args.trace, args.format, everyone)
+        peaks = trace_peaks(args.trace, args.source, everyone)
         table = limits_table(card, everyone, limits, peaks)
         print()
         print(format_limits(table))
@@ -317,14 +319,10 @@ def register(sub: Any) -> None:
         "trace",
         type=Path,
         metavar="TRACE",
-        help="CSV with header t_ms,client[,cost], or an access log with --format clf",
+        help="CSV with header t_ms,client[,cost], or a log (--format, --log-format below), "
+        "plain, .gz or .zst",
     )
-    p.add_argument(
-        "--format",
-        choices=("csv", "clf"),
-        default="csv",
-        help="csv (t_ms,client[,cost]) or clf (Apache/Nginx access log; client = remote host)",
-    )
+    add_trace_options(p)
     p.add_argument("--baseline", required=True, metavar="SPEC", help="the configuration now")
     p.add_argument(
         "--candidate", action="append", default=[], metavar="SPEC", help="a candidate (repeatable)"

@@ -22,6 +22,7 @@ from simulator.cli.args import (
     without_commands,
 )
 from simulator.cli.replay_shards import add_shard_options
+from simulator.cli.traceargs import add_trace_options, trace_source
 from simulator.records import HEADER_STYLES
 
 __all__ = ["register", "cmd_replay"]
@@ -32,6 +33,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from simulator.cli.runs import OutputError, check_output
     from simulator.playback.spool import SpoolError
 
+    args.source = trace_source(args)  # the format, key and time checked before anything is read
     try:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
@@ -106,7 +108,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
     with sigterm_interrupts(), work_folder() as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
-            scan = scan_trace(args.trace, args.format, workdir, bar.update)
+            scan = scan_trace(args.trace, args.source, workdir, bar.update)
         if not scan.requests:
             raise UsageError(f"{args.trace}: the trace holds no requests")
         with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
@@ -218,18 +220,13 @@ def register(sub: Any) -> None:
         metavar="TRACE",
         help="CSV with header t_ms,client[,cost] (whole ms, any origin, from 0 to 2^52-1; a "
         "decimal such as 12.5 is floored; cost: what each request counts, a whole number >= 1, "
-        "default 1), or an access log with --format clf",
+        "default 1), or a log (--format, --log-format below), plain, .gz or .zst",
     )
     p.add_argument(
         "--algorithm", type=algorithm_name, required=True, help=f"one of: {', '.join(ALGORITHMS)}"
     )
     add_limit_options(p, None, None)
-    p.add_argument(
-        "--format",
-        choices=("csv", "clf"),
-        default="csv",
-        help="csv (t_ms,client) or clf (Apache/Nginx combined log; client = remote host)",
-    )
+    add_trace_options(p)
     p.add_argument(
         "--out",
         type=Path,

@@ -102,7 +102,7 @@ def replay_sharded(args: argparse.Namespace) -> int:
     tally = ReplayTally()
     try:
         with sigterm_interrupts(), work_folder() as workdir:
-            split = split_trace(args.trace, args.format, workdir, args.shards)
+            split = split_trace(args.trace, args.source, workdir, args.shards)
             script = shipped(args.algorithm)
             tasks: list[ShardReplay] = [
                 (args.algorithm, args.limit, window_ms, params, str(f), f"{f}.out", script)

@@ -27,6 +27,7 @@ from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import own_params
 from simulator.checks import MAX_LIMIT, ConfigError
 from simulator.comparison.spec import Candidate
+from simulator.playback.traces import TraceFormat
 
 __all__ = [
     "parse_limits",
@@ -205,7 +206,7 @@ def _peaks(
 
 
 def trace_peaks(
-    trace: str | Path | pd.DataFrame, fmt: str, everyone: Sequence[Candidate]
+    trace: str | Path | pd.DataFrame, fmt: TraceFormat, everyone: Sequence[Candidate]
 ) -> pd.DataFrame:
     """:func:`client_peaks` of a trace file (read once more) or frame."""
     if not isinstance(trace, pd.DataFrame):

@@ -39,6 +39,7 @@ from simulator.comparison.spec import Candidate, resolve_candidates
 from simulator.comparison.split import MAX_SHARDS, SplitTrace, split_trace
 from simulator.engine.realtime import runs_on_real_time
 from simulator.playback.spool import work_folder
+from simulator.playback.traces import TraceFormat
 
 __all__ = ["compare", "Listeners", "SCORE_COLUMNS", "CLIENT_COLUMNS", "time_notes"]
 
@@ -151,7 +152,7 @@ def compare(
     baseline: str | Candidate,
     candidates: Sequence[str | Candidate],
     *,
-    fmt: str = "csv",
+    fmt: TraceFormat = "csv",
     shards: int = 1,
     scheduler: Any = None,
     backend: Any = None,

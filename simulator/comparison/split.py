@@ -28,7 +28,7 @@ from typing import BinaryIO
 from simulator.comparison.coverage import Coverage, CoverageCount
 from simulator.playback.scan import scan_trace
 from simulator.playback.spool import SpoolError
-from simulator.playback.traces import Requests, TraceError
+from simulator.playback.traces import Requests, TraceError, TraceFormat
 
 __all__ = [
     "SplitTrace",
@@ -88,7 +88,7 @@ class SplitTrace:
 
 def split_trace(
     path: str | Path,
-    fmt: str,
+    fmt: TraceFormat,
     workdir: str | Path,
     shards: int = 1,
     on_progress: Callable[[int], None] | None = None,

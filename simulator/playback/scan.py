@@ -18,7 +18,7 @@ import numpy as np
 
 from simulator.playback import spool as _spool
 from simulator.playback.spool import Block, Spool
-from simulator.playback.traces import Requests, TraceError, iter_trace
+from simulator.playback.traces import Requests, TraceError, TraceFormat, iter_trace
 
 __all__ = ["TraceScan", "scan_trace"]
 
@@ -42,7 +42,7 @@ class TraceScan:
     """
 
     path: Path
-    fmt: str
+    fmt: TraceFormat
     requests: int = 0
     t_min_ms: int = 0
     t_max_ms: int = 0
@@ -107,7 +107,7 @@ def _first(chunks: Iterable[Requests], n: int) -> Iterator[Requests]:
 
 def scan_trace(
     path: str | Path,
-    fmt: str = "csv",
+    fmt: TraceFormat = "csv",
     workdir: str | Path | None = None,
     on_progress: Callable[[int], None] | None = None,
     *,

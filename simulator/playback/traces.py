@@ -4,7 +4,10 @@ A trace is a list of requests in file order, each a time ``t_ms`` (whole millise
 origin) and a ``client`` (any string). Access logs in the Apache/Nginx combined (or common)
 format are read with the remote host as the client and the request time as ``t_ms`` (ms since
 the Unix epoch), so a real log can be replayed. A malformed line stops the read with a message
-naming file and line.
+naming file and line. Those two readers are here; a log in any other format, or keyed by
+anything but its remote host, is described by a :class:`TraceSource` and read by
+:mod:`simulator.playback.formats` (:func:`iter_trace` takes either). gzip and zstd files are
+read as streams (:mod:`simulator.playback.streams`).
 
 A log may hold fifty million lines, so the readers hand the requests out in chunks of at most
 :data:`CHUNK_REQUESTS` (:func:`iter_trace`); :func:`read_trace` gathers them into a frame for
@@ -22,26 +25,30 @@ back out as the very bytes read; a byte-order mark at the start is dropped.
 from __future__ import annotations
 
 import csv
-import functools
-import io
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from simulator.checks import MAX_LIMIT, MAX_T_MS, ConfigError
-from simulator.playback.files import open_regular
+from simulator.playback.formats import TraceSource, iter_source
+from simulator.playback.streams import CHUNK_REQUESTS, MOST_LINE_CHARS, Requests, TraceError
+from simulator.playback.streams import open_text as _open
+from simulator.playback.streams import text_lines as _lines
 from simulator.records import CLIENT_DTYPE
 
 __all__ = [
     "TraceError",
     "Requests",
+    "TraceSource",
+    "TraceFormat",
     "CHUNK_REQUESTS",
+    "MOST_LINE_CHARS",
     "parse_t_ms",
     "exact_t_ms",
     "iter_trace",
@@ -52,30 +59,9 @@ __all__ = [
     "read_clf_trace",
 ]
 
-#: Requests per chunk handed out by the readers.
-CHUNK_REQUESTS = 65_536
-#: The longest line read (characters); the csv module's own limit on a field is 128 KiB.
-MOST_LINE_CHARS = 1 << 20
 _RANGE = f"must be from 0 to {MAX_T_MS:,} ms"
-
-
-class TraceError(ValueError):
-    """A trace file could not be read; the message names the file and line."""
-
-
-class Requests(NamedTuple):
-    """Some requests of a trace: their positions in it (from 0, in file order), times, clients,
-    and their costs (None: every request costs 1, as in a trace without a ``cost`` column)."""
-
-    positions: Sequence[int]
-    t_ms: list[int]
-    clients: list[str]
-    costs: list[int] | None = None
-
-    def part(self, lo: int, hi: int | None = None) -> Requests:
-        """Requests ``lo`` to ``hi`` of these."""
-        costs = None if self.costs is None else self.costs[lo:hi]
-        return Requests(self.positions[lo:hi], self.t_ms[lo:hi], self.clients[lo:hi], costs)
+#: How a trace is read: ``"csv"``, ``"clf"``, or a :class:`TraceSource` (any format, key, time).
+TraceFormat = str | TraceSource
 
 
 def parse_t_ms(text: str) -> int:
@@ -252,8 +238,22 @@ def iter_clf_trace(path: str | Path, chunk: int | None = None) -> Iterator[Reque
             yield Requests(range(start, start + len(t_ms)), t_ms, clients)
 
 
-def iter_trace(path: str | Path, fmt: str = "csv", chunk: int | None = None) -> Iterator[Requests]:
-    """The requests of a trace file in file order, ``chunk`` (:data:`CHUNK_REQUESTS`) at a time."""
+def iter_trace(
+    path: str | Path | TraceSource, fmt: TraceFormat = "csv", chunk: int | None = None
+) -> Iterator[Requests]:
+    """The requests of a trace file in file order, ``chunk`` (:data:`CHUNK_REQUESTS`) at a time.
+
+    ``fmt`` is ``"csv"``, ``"clf"`` or a :class:`TraceSource` (read at ``path``); ``path`` may
+    itself be the :class:`TraceSource`, read where it says. A CSV, and a common/combined log
+    keyed by its remote host, are read by the quick readers above; every other format and key
+    by :func:`simulator.playback.formats.iter_source`.
+    """
+    if isinstance(path, TraceSource):
+        return iter_trace(path.path, path, chunk)
+    if isinstance(fmt, TraceSource):
+        if not fmt.plain:
+            return iter_source(fmt, Path(path), chunk)
+        fmt = fmt.format
     if fmt == "csv":
         return iter_csv_trace(path, chunk)
     if fmt == "clf":
@@ -289,65 +289,5 @@ def read_clf_trace(path: str | Path) -> pd.DataFrame:
     return _frame(iter_clf_trace(path))
 
 
-def read_trace(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
+def read_trace(path: str | Path | TraceSource, fmt: TraceFormat = "csv") -> pd.DataFrame:
     return _frame(iter_trace(path, fmt))
-
-
-#: The first bytes of the compressed files a trace is often kept in.
-_COMPRESSED = {
-    b"\x1f\x8b": "gzip",
-    b"BZh": "bzip2",
-    b"\xfd7zXZ\x00": "xz",
-    b"\x28\xb5\x2f\xfd": "zstd",
-    b"PK\x03\x04": "zip",
-}
-_SNIFF_BYTES = 8192
-
-
-def _refuse_binary(path: Path, head: bytes) -> None:
-    """A compressed or binary file is not read as text (its bytes would be quoted as a header):
-    one message saying what it is."""
-    for magic, kind in _COMPRESSED.items():
-        if head.startswith(magic):
-            raise TraceError(
-                f"{path}: is {kind}-compressed, not a text trace; decompress it first "
-                f"(a trace is a CSV or an access log as plain text)"
-            )
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        raise TraceError(
-            f"{path}: is a binary file (a NUL byte at byte {nul:,}), not a text "
-            "trace (a CSV or an access log as plain text)"
-        )
-
-
-def _open(path: Path) -> IO[str]:
-    """The trace as text: a regular file only (``/dev/zero`` would never end, a FIFO would block),
-    its first bytes sniffed for a compressed or binary file."""
-    raw = open_regular(path, "trace", TraceError)
-    try:
-        head = raw.read(_SNIFF_BYTES)
-        _refuse_binary(path, head)
-        raw.seek(0)
-    except OSError as exc:
-        raw.close()
-        raise TraceError(f"{path}: cannot read ({exc.strerror})") from None
-    except BaseException:
-        raw.close()
-        raise
-    # Bytes that are not UTF-8 stay what they were (lone surrogates that encode back to the
-    # same bytes): replacing them with U+FFFD would merge distinct clients into one. A
-    # byte-order mark at the start (as some editors on Windows write) is not data.
-    return io.TextIOWrapper(raw, newline="", encoding="utf-8-sig", errors="surrogateescape")
-
-
-def _lines(path: Path, fh: IO[str]) -> Iterator[str]:
-    """The lines of ``fh``, none longer than :data:`MOST_LINE_CHARS` (a 200 MB line without an
-    end is refused after reading that much, not held whole)."""
-    for number, line in enumerate(iter(functools.partial(fh.readline, MOST_LINE_CHARS), ""), 1):
-        if len(line) == MOST_LINE_CHARS and not line.endswith("\n"):
-            raise TraceError(
-                f"{path}:{number}: the line is longer than {MOST_LINE_CHARS:,} characters "
-                "(a trace's line is a time and a client); is this a trace?"
-            )
-        yield line

@@ -329,7 +329,8 @@ def _compressed(kind: str, data: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "clf"])
-@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz", "zstd", "zip"])
+# gzip and zstd are read as streams: tests/playback/test_log_streams.py
+@pytest.mark.parametrize("kind", ["bzip2", "xz", "zip"])
 def test_a_compressed_trace_is_named_compressed_not_quoted(tmp_path, kind, fmt):
     trace = tmp_path / "trace.csv.z"
     trace.write_bytes(
