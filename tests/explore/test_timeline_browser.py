@@ -178,6 +178,25 @@ def test_zoom_the_limit_and_painted_requests(page):
     assert len(page.evaluate("window.timelineModel.get('added')")) == 1
 
 
+def test_a_click_on_a_mark_chooses_it_and_ctrl_wheel_zooms(page):
+    _click(page, "seam view ±2 s")  # around the first request, at 59 s
+    k = _row(page, "gcra")
+    canvas = page.locator(".tl-row").nth(k).locator("canvas.tl-over").bounding_box()
+    assert canvas
+    mark = page.evaluate(f"{TL}.drawn({k})[42]")
+    page.mouse.click(canvas["x"] + mark["x"], canvas["y"] + mark["y"])
+    page.evaluate(PAINTED)
+    assert _index(page) == mark["i"] == 42  # every row holds the same 200 requests
+    lo, hi = page.evaluate(f"{TL}.state().view")
+    page.mouse.move(canvas["x"] + canvas["width"] / 2, canvas["y"] + 20)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -100)
+    page.keyboard.up("Control")
+    page.evaluate(PAINTED)
+    lo2, hi2 = page.evaluate(f"{TL}.state().view")
+    assert hi2 - lo2 < hi - lo
+
+
 _BOXES = """() => {
   const out = [];
   for (const e of document.querySelectorAll('.tl-root, .tl-root *')) {

@@ -659,7 +659,15 @@ function render({ model, el: host }) {
     const [lo, hi] = st.view;
     const span = Math.min((hi - lo) * factor, (st.whole[1] - st.whole[0]) * 1.5);
     const share = at === undefined ? 0.5 : (t - lo) / (hi - lo);
-    setView([t - span * share, t + span * (1 - share)], true);
+    setView(inside([t - span * share, t + span * (1 - share)]), true);
+  }
+  function inside([lo, hi]) {
+    // A zoom or a pan stays over the run where it can (the seam view may look past its ends).
+    const [a, b] = st.whole;
+    if (hi - lo >= b - a) return [a, b];
+    if (lo < a) return [a, a + hi - lo];
+    if (hi > b) return [b - (hi - lo), b];
+    return [lo, hi];
   }
   function seamView() {
     if (!st.ref.n) return;
@@ -768,7 +776,7 @@ function render({ model, el: host }) {
       if (d && (d.moved || Math.abs(x - d.x0) > 4)) {
         d.moved = true;
         const dt = ((x - d.x0) / plotW()) * (d.view0[1] - d.view0[0]);
-        setView([d.view0[0] - dt, d.view0[1] - dt], false);
+        setView(inside([d.view0[0] - dt, d.view0[1] - dt]), false);
         hideTip();
         return;
       }
