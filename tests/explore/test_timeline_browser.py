@@ -276,3 +276,65 @@ def test_step_and_scrub_frames_are_timed(page):
     print("\ntimeline frames (10 rows x 200 requests, 1280x800):", *said, sep="\n  ")
     print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     assert len(said) == 4
+
+
+_ZOOM = """async (n) => {
+  const painted = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  const buttons = [...document.querySelectorAll('.tl-btn')];
+  const zoomIn = buttons.find(b => b.textContent === '+');
+  const zoomOut = buttons.find(b => b.textContent === '−');
+  const out = [];
+  for (let k = 0; k < n; k++) {
+    const t0 = performance.now();
+    (k % 2 ? zoomOut : zoomIn).click();
+    await painted();
+    out.push(performance.now() - t0);
+  }
+  return out;
+}"""
+
+
+def _many(n: int, rows: int) -> dict:
+    """A made-up run of ``rows`` rows of ``n`` requests each over ten minutes."""
+    import numpy as np
+
+    from simulator.explore.front import state_text
+
+    rng = np.random.default_rng(1)
+    t_ms = np.sort(rng.integers(0, 600_000, n)).tolist()
+    made = []
+    for k in range(rows):
+        admitted = (rng.random(n) > 0.3).tolist()
+        made.append({
+            "algorithm": f"a{k}", "label": f"row {k}", "colour": "#1f77b4", "note": "",
+            "counted": "trailing", "window_ms": 60_000, "t_ms": t_ms, "admitted": admitted,
+            "cost": [1] * n, "in_window": rng.integers(0, 120, n).tolist(),
+            "count": [None] * n, "remaining": [None] * n, "retry_after_ms": [None] * n,
+            "reset_ms": [None] * n, "state": [state_text(a, None, None, None) for a in admitted],
+        })  # fmt: skip
+    seams = [float(s) for s in range(0, 600_001, 60_000)]
+    return {"rows": made, "seams_ms": seams, "limit": 100.0, "index": 0, "view_ms": []}
+
+
+@pytest.mark.slow
+def test_a_large_run_is_timed(browser, tmp_path):
+    """Ten rows of 20,000 requests: a step, a scrub and a zoom (which redraws every mark)."""
+    path = export_html(_many(20_000, 10), tmp_path / "many.html")
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        page.set_default_timeout(WAIT_MS)
+        page.goto(path.as_uri())
+        page.locator(".tl-root canvas").first.wait_for()
+        page.evaluate(PAINTED)
+        said = [f"{what}: to the next paint {_spread(page.evaluate(_TIME, {'what': what, 'n': 60}))}"
+                for what in ("step", "scrub")]  # fmt: skip
+        before = len(page.evaluate(f"{TL}.frames()"))
+        zooms = page.evaluate(_ZOOM, 20)
+        drawn = page.evaluate(f"{TL}.frames()")[before:]
+        said.append(f"zoom in or out: to the next paint {_spread(zooms)}; drawing {_spread(drawn)}")
+        assert len(page.evaluate(f"{TL}.drawn(0)")) > 1000
+    finally:
+        page.close()
+    load = os.getloadavg()
+    print("\ntimeline frames (10 rows x 20,000 requests, 1280x800):", *said, sep="\n  ")
+    print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

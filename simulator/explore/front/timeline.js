@@ -356,6 +356,9 @@ function render({ model, el: host }) {
     }
     const buf = r.buf;
     buf.fill(0);
+    if (!r.seen || r.seen.length !== 2 * W * H) r.seen = new Uint8Array(2 * W * H);
+    const seen = r.seen; // a mark stamped where one of its kind already was adds nothing
+    seen.fill(0);
     const kinds = stamp(size(), dpr);
     const colours = [rgba(INK), rgba(r.row.colour)];
     for (let i = 0; i < r.n; i++) {
@@ -364,6 +367,11 @@ function render({ model, el: host }) {
       const X = Math.round(x * dpr), Y = Math.round(r.py[i] * dpr);
       if (X < -20 || X > W + 20) continue;
       const a = r.adm[i], mask = kinds[a], c = colours[a];
+      if (X >= 0 && X < W && Y >= 0 && Y < H) {
+        const cell = a * W * H + Y * W + X;
+        if (seen[cell]) continue;
+        seen[cell] = 1;
+      }
       for (let k = 0; k < mask.length; k += 2) {
         const xx = X + mask[k], yy = Y + mask[k + 1];
         if (xx >= 0 && xx < W && yy >= 0 && yy < H) buf[yy * W + xx] = c;
