@@ -137,11 +137,13 @@ def test_the_jumps_go_forward_and_back(page):
         assert _index(page) == to, name
     _click(page, "◀ refusal")
     assert _index(page) == 100  # the refusals begin at 100: nothing before
-    page.keyboard.press("Home")  # the keys work once the timeline has the focus
-    page.locator(".tl-root").focus()
+    page.locator(".tl-root").focus()  # the keys work once the timeline has the focus
     page.keyboard.press("End")
     page.evaluate(PAINTED)
     assert _index(page) == 199
+    page.keyboard.press("ArrowLeft")
+    page.evaluate(PAINTED)
+    assert _index(page) == 198
 
 
 def test_play_to_the_next_refusal_stops_there(page):

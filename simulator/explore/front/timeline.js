@@ -171,6 +171,10 @@ function render({ model, el: host }) {
   const foot = el("div", "tl-foot");
   const axisLabel = el("span", "tl-axis-label");
   const addedBox = el("span", "tl-added");
+  const addedText = el("span");
+  addedBox.append(addedText,
+    button("undo", "take back the last requests added", () => undoAdded()),
+    button("clear", "take back every request added", () => setAdded([])));
   foot.append(axisLabel, addedBox);
   const tip = el("div", "tl-tip");
   tip.setAttribute("role", "tooltip");
@@ -292,27 +296,41 @@ function render({ model, el: host }) {
   }
 
   function place(r) {
-    // Each mark's pixel position: its instant, spread among the requests at the same instant.
+    // Each mark's pixel position: its instant, spread among the requests at the same instant,
+    // never past 0.4 of the way to the next instant, across a seam (a request at a seam
+    // belongs to the window it opens: its burst spreads to the right only) or out of view.
     const s = size();
     const gap = 2 * s.r + 1;
-    const maxHalf = plotW() * 0.35;
+    const most = plotW() * 0.7;
     const lo = st.view[0] - (st.view[1] - st.view[0]) * 0.5;
     const hi = st.view[1] + (st.view[1] - st.view[0]) * 0.5;
     r.px.fill(NaN);
     r.spread = [];
-    const g = r.starts, ng = g.length;
+    const g = r.starts, ng = g.length, seams = st.seams;
     for (let k = 0; k < ng; k++) {
       const a = g[k], b = k + 1 < ng ? g[k + 1] : r.n;
       const t = r.t[a];
       if (t < lo || t > hi) continue;
       const c = xOf(t);
-      let half = Math.min(((b - a - 1) / 2) * gap, maxHalf);
-      if (k > 0) half = Math.min(half, 0.4 * (c - xOf(r.t[g[k - 1]])));
-      if (k + 1 < ng) half = Math.min(half, 0.4 * (xOf(r.t[g[k + 1]]) - c));
-      const each = b - a > 1 ? (2 * half) / (b - a - 1) : 0;
-      if (half >= 3) r.spread.push([c - half, c, c + half]);
+      let left = most, right = most;
+      if (k > 0) left = Math.min(left, 0.4 * (c - xOf(r.t[g[k - 1]])));
+      if (k + 1 < ng) right = Math.min(right, 0.4 * (xOf(r.t[g[k + 1]]) - c));
+      const m = upperBound(seams, t); // seams[m - 1] <= t < seams[m]
+      if (m > 0) left = Math.min(left, 0.9 * (c - xOf(seams[m - 1])));
+      if (m < seams.length) right = Math.min(right, 0.9 * (xOf(seams[m]) - c));
+      const x0 = s.left + s.r + 1, x1 = st.width - s.right - s.r - 1;
+      if (c >= x0 && c <= x1) { // a burst in view stays in view
+        left = Math.min(left, c - x0);
+        right = Math.min(right, x1 - c);
+      }
+      const want = (b - a - 1) * gap;
+      let hl = Math.min(left, want / 2);
+      const hr = Math.min(right, want - hl);
+      hl = Math.min(left, want - hr);
+      const each = b - a > 1 ? (hl + hr) / (b - a - 1) : 0;
+      if (hl + hr >= 6) r.spread.push([c - hl, c, c + hr]);
       for (let i = a; i < b; i++) {
-        r.px[i] = c - half + (i - a) * each;
+        r.px[i] = c - hl + (i - a) * each;
         r.py[i] = yOf(r, r.y[i]);
       }
     }
@@ -578,8 +596,7 @@ function render({ model, el: host }) {
     const added = model.get("added") || [];
     addedBox.style.display = added.length ? "" : "none";
     const count = added.reduce((a, b) => a + (b.n || 1), 0);
-    addedBox.firstChild || addedBox.append(el("span"), button("undo", "take back the last requests added", undoAdded), button("clear", "take back every request added", () => setAdded([])));
-    addedBox.firstChild.textContent = `added: ${count} request${count === 1 ? "" : "s"} `;
+    addedText.textContent = `added: ${count} request${count === 1 ? "" : "s"} `;
   }
 
   // ---- the chosen request -----------------------------------------------------------------
