@@ -1,4 +1,6 @@
-"""The command line, driven as a user would: ``python -m simulator ...`` in a subprocess."""
+"""The command line, driven as a user would: with the user's argv, through ``main`` in this
+process (``run``: the same status and output, without a Python start-up each), and as
+``python -m simulator ...`` in a subprocess where the program as a whole is the point."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import algorithm_case, shipped, shipped_algorithms
-from conftest import run_cli as run
+from conftest import run_cli
+from conftest import run_main as run
 
 from simulator.algorithms import ALGORITHMS
 
@@ -21,7 +24,7 @@ APACHE_LOG = ROOT / "data" / "traces" / "apache_combined_sample.log"
 def test_burst_prints_the_practice_case_numbers():
     """Each shipped algorithm's line says what its file (``[practice]``) says it lets through of
     the two bursts of 100; one registered from elsewhere just has to have its line."""
-    out = run("burst")
+    out = run_cli("burst")
     assert out.returncode == 0, out.stderr
     lines = {line.split()[0]: line.split() for line in out.stdout.splitlines()[2:]}
     assert set(lines) == set(ALGORITHMS)  # a line for every registered algorithm
@@ -142,7 +145,7 @@ def test_bad_options_exit_2_naming_the_field(tmp_path, args, needle):
 
 
 def test_missing_trace_file(tmp_path):
-    out = run(
+    out = run_cli(
         "replay",
         str(tmp_path / "nope.csv"),
         "--algorithm",
