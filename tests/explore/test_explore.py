@@ -112,6 +112,14 @@ def test_embedded_valkey_runs_only_what_takes_the_time_from_its_arguments():
         explorer.close()
 
 
+def _shown(explorer: Explorer, holds, timeout_s: float = 120) -> bool:
+    """Wait until the outcome drawn last satisfies ``holds``; False on timeout."""
+    with explorer._lock:
+        return explorer._lock.wait_for(
+            lambda: explorer.outcome is not None and holds(explorer.outcome), timeout_s
+        )
+
+
 def test_a_control_change_redraws_once_and_a_higher_limit_admits_as_many():
     explorer = Explorer(debounce_s=0.05)
     try:
@@ -122,8 +130,9 @@ def test_a_control_change_redraws_once_and_a_higher_limit_admits_as_many():
         for limit in range(11, 20):  # a slider dragged: many changes, one run drawn at the end
             explorer.controls.limit.value = limit
         assert explorer.wait(2, timeout=120)
-        time.sleep(0.5)
-        assert explorer.outcome is not None and explorer.outcome.settings.limit == 19
+        # On a busy machine the drag can outlast the debounce and draw more than once: what
+        # counts is that the last value is the one drawn in the end.
+        assert _shown(explorer, lambda o: o.settings.limit == 19), explorer.status.value
         for name, s in explorer.outcome.summaries.items():
             assert s.admitted >= first.summaries[name].admitted
         rows = explorer.rows.figures()
