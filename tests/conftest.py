@@ -25,12 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from simulator.algorithms import ALGORITHMS, Limiter, Param, Reference, scripts
 from simulator.backends import FakeRedisBackend
 from simulator.keys import hash_tag
 from simulator.records import Decision
+
+# Hypothesis times each example (a 200 ms deadline) and the drawing of its data (too_slow): on a
+# machine this busy both fail tests that are right. Examples are counted, never timed; a test's
+# own @settings change what it names and inherit the rest from here.
+settings.register_profile("project", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("project")
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import algorithm_case, shipped, shipped_algorithms
-from conftest import run_cli
+from conftest import algorithm_case, run_cli, shipped, shipped_algorithms
 from conftest import run_main as run
 
 from simulator.algorithms import ALGORITHMS
