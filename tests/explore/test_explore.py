@@ -12,12 +12,21 @@ from simulator.checks import ConfigError
 from simulator.engine.run import simulate
 from simulator.engine.scenario import BurstAt, Scenario
 from simulator.explore import Explorer, Runner, Settings, Traffic, scenario_for, summary_line
+from simulator.explore.pool import WORKERS_ENV
 from simulator.explore.runs import Cancelled, seams_ms, summarise
 
 LINE = re.compile(
     r"^(\w+): admitted ([\d,]+) of ([\d,]+), most one client got in any window ([\d,]+) "
     r"\(([\d.]+)× the limit\), wrongly admitted ([\d,]+), wrongly refused ([\d,]+)$"
 )
+
+
+
+@pytest.fixture(autouse=True)
+def runs_in_this_process(monkeypatch):
+    """The explorer's logic is what is tested here: its runs in this process, not in two
+    worker processes started for each explorer (test_explore_pool.py has those)."""
+    monkeypatch.setenv(WORKERS_ENV, "0")
 
 
 def test_the_default_settings_offer_every_registered_algorithm():
@@ -237,6 +246,7 @@ def test_the_explorer_steps_through_the_shown_client_at_a_refusal():
 
 
 @pytest.mark.slow
+@pytest.mark.slow  # every preset's scenario run over every algorithm
 def test_every_preset_runs_and_the_boundary_burst_shows_its_client():
     from simulator.explore.presets import PRESETS
 
@@ -431,6 +441,7 @@ def test_the_limits_next_to_the_one_shown_are_run_ahead_and_a_change_stops_that(
         explorer.close()
 
 
+@pytest.mark.slow  # a run ahead long enough (300 s of traffic) to be asked for while it runs
 def test_a_change_to_the_limit_being_run_ahead_lets_that_run_finish():
     explorer = Explorer(Settings(duration_s=300), workers=0)
     try:
