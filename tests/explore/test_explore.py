@@ -21,7 +21,6 @@ LINE = re.compile(
 )
 
 
-
 @pytest.fixture(autouse=True)
 def runs_in_this_process(monkeypatch):
     """The explorer's logic is what is tested here: its runs in this process, not in two
