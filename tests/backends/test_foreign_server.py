@@ -380,7 +380,7 @@ def test_ctrl_c_ends_a_run_waiting_on_the_server_and_says_what_it_left(unchanged
     try:
         _wait_busy_reply(unchanged)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=180)  # a generous bound: its way out on a busy machine
     finally:
         if proc.poll() is None:
             proc.kill()
