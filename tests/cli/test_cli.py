@@ -41,19 +41,26 @@ def test_burst_options():
     assert re.search(r"fixed_window +20 of 20", out.stdout)
 
 
+#: The sample log's first 2,000 lines: enough for every algorithm to refuse some and admit some
+#: (the whole log's 10,000 are replayed by compare's tests).
+APACHE_HEAD = 2_000
+
+
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_replay_the_apache_log(tmp_path, algorithm):
+    log = tmp_path / "head.log"
+    log.write_text("".join(APACHE_LOG.read_text().splitlines(keepends=True)[:APACHE_HEAD]))
     out_csv = tmp_path / "out.csv"
-    args = ["replay", str(APACHE_LOG), "--format", "clf", "--algorithm", algorithm]
+    args = ["replay", str(log), "--format", "clf", "--algorithm", algorithm]
     out = run(*args, "--limit", "20", "--window", "60", "--out", str(out_csv))
     assert out.returncode == 0, out.stderr
     frame = pd.read_csv(out_csv)
-    assert len(frame) == 10_000
-    assert list(frame["line"]) == list(range(1, 10_001))
+    assert len(frame) == APACHE_HEAD
+    assert list(frame["line"]) == list(range(1, APACHE_HEAD + 1))
     for column in ("t_ms", "client", "allowed", "remaining", "reset_ms", "retry_after_ms"):
         assert column in frame.columns
     assert frame["client"].iloc[0] == "83.149.9.216"
-    assert 0 < frame["allowed"].sum() < 10_000
+    assert 0 < frame["allowed"].sum() < APACHE_HEAD
     assert frame.loc[frame["allowed"] == 1, "retry_after_ms"].isna().all()
     assert "admitted" in out.stderr
 
