@@ -12,22 +12,32 @@ of ``tests/toy/``.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from simulator.algorithms import ALGORITHMS, Limiter, Param, Reference, scripts
 from simulator.backends import FakeRedisBackend
 from simulator.keys import hash_tag
 from simulator.records import Decision
+
+# Hypothesis times each example (a 200 ms deadline) and the drawing of its data (too_slow): on a
+# machine this busy both fail tests that are right. Examples are counted, never timed; a test's
+# own @settings change what it names and inherit the rest from here.
+settings.register_profile("project", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("project")
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -55,6 +65,116 @@ def run_cli(
         env=env,
         timeout=timeout,
     )
+
+
+def run_main(
+    *args: str | Path,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    text: bool = True,
+) -> subprocess.CompletedProcess:
+    """``simulator.cli.main(ARGS)`` in this process, answered as :func:`run_cli` answers.
+
+    The same argv, exit status and output a user sees, a second or so cheaper than starting
+    Python and importing pandas again. The output is taken at the file descriptors (a replay
+    writes its rows to descriptor 1 itself), so bytes stay bytes. What only a real process
+    shows (start-up, ``__main__``'s way out after a signal, a stuck-script watchdog) is what
+    the tests that keep :func:`run_cli` are for. ``env`` replaces the environment for the call;
+    ``timeout`` ends a call that hangs (SIGALRM raises in it) instead of the whole run.
+    """
+    from simulator.cli import main
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        with _environment(env), _working_folder(cwd), _descriptors(out, err), _alarm(timeout):
+            try:
+                code = main([str(arg) for arg in args])
+            except SystemExit as stop:  # argparse's usage errors, a closed pipe
+                code = _exit_status(stop.code)
+        captured = []
+        for f in (out, err):
+            f.seek(0)
+            data = f.read()
+            captured.append(data.decode(errors="replace") if text else data)
+    return subprocess.CompletedProcess([str(arg) for arg in args], code, *captured)
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # what Python does with sys.exit("message")
+    return 1
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str] | None):
+    if env is None:
+        yield
+        return
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _working_folder(cwd: Path):
+    saved = os.getcwd()
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
+
+
+@contextlib.contextmanager
+def _descriptors(out, err):
+    """Descriptors 1 and 2 (and ``sys.stdout``/``sys.stderr`` over them) go to ``out``, ``err``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved_fds, saved_streams = (os.dup(1), os.dup(2)), (sys.stdout, sys.stderr)
+    os.dup2(out.fileno(), 1)
+    os.dup2(err.fileno(), 2)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace"
+    )
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except OSError:
+                pass  # a closed pipe or a full disk: what reached the file is what it says
+        sys.stdout, sys.stderr = saved_streams
+        for fd, saved in zip((1, 2), saved_fds, strict=True):
+            os.dup2(saved, fd)
+            os.close(saved)
+
+
+class CallTimedOut(Exception):
+    """An in-process call of the command line outlived its ``timeout``."""
+
+
+@contextlib.contextmanager
+def _alarm(timeout_s: float):
+    def ring(signum, frame):
+        raise CallTimedOut(f"the command did not end within {timeout_s} s")
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # --- the package's own algorithms and their worked cases ----------------------------------------

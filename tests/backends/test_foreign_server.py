@@ -344,10 +344,13 @@ def test_a_busy_reply_it_did_not_cause_is_named(unchanged):
         unchanged.client.config_set("busy-reply-threshold", 5000)
 
 
-def _wait_busy_reply(server: Server) -> None:
-    probe = server.valkey.client(socket_timeout=5)
+def _wait_busy_reply(server: Server, deadline_s: float = 180) -> None:
+    """Until the server answers BUSY (a script has run past the threshold). The deadline is for
+    a program still starting on a busy machine; past it the test fails here, saying so."""
+    probe = server.valkey.client(socket_timeout=30)
+    end = time.monotonic() + deadline_s
     try:
-        for _ in range(500):
+        while time.monotonic() < end:
             try:
                 probe.ping()
             except redis.ResponseError as exc:
@@ -356,6 +359,7 @@ def _wait_busy_reply(server: Server) -> None:
             time.sleep(0.01)  # polling interval, not a correctness wait
     finally:
         probe.close()
+    raise AssertionError(f"the server never answered BUSY in {deadline_s} s")
 
 
 def test_ctrl_c_ends_a_run_waiting_on_the_server_and_says_what_it_left(unchanged, trace, tmp_path):
@@ -376,7 +380,7 @@ def test_ctrl_c_ends_a_run_waiting_on_the_server_and_says_what_it_left(unchanged
     try:
         _wait_busy_reply(unchanged)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=180)  # a generous bound: its way out on a busy machine
     finally:
         if proc.poll() is None:
             proc.kill()

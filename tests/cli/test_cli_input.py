@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli as run
+from conftest import run_main as run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,6 +75,7 @@ def test_charts_only_refuses_an_unknown_job_and_names_the_valid_ones(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # a real process, interrupted once its first chart is drawn: 5 to 10 s
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_charts_says_it_was_interrupted(tmp_path, sig):
     proc = subprocess.Popen(

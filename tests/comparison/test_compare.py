@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_cli as run
+from conftest import run_cli
+from conftest import run_main as run
 
 from simulator.algorithms import REFERENCES
 from simulator.checks import ConfigError
@@ -447,7 +448,8 @@ def test_replay_with_shards_writes_the_serial_replays_bytes(tmp_path, scheduler)
     serial = run(*common, "--out", str(tmp_path / "serial.csv"))
     assert serial.returncode == 0, serial.stderr
     extra = [] if scheduler is None else ["--scheduler", scheduler]
-    sharded = run(*common, "--shards", "3", *extra, "--out", str(tmp_path / "sharded.csv"))
+    # A process of its own: the shards' workers (a local Dask cluster) start and end with it.
+    sharded = run_cli(*common, "--shards", "3", *extra, "--out", str(tmp_path / "sharded.csv"))
     assert sharded.returncode == 0, sharded.stderr
     assert (tmp_path / "serial.csv").read_bytes() == (tmp_path / "sharded.csv").read_bytes()
     assert "(3 shards)" in sharded.stderr

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_main
 
 SPECS = ("--baseline", "fixed_window:limit=3,window=1", "--candidate", "gcra:limit=3,window=1")
 
@@ -38,13 +38,13 @@ def test_out_and_clients_out_naming_one_file_are_refused_up_front(tmp_path, othe
     second = {"same": out, "dot": tmp_path / "." / "x.csv", "link": tmp_path / "l.csv"}[other]
     if other == "link":
         second.symlink_to(out)
-    done = run_cli("compare", trace(tmp_path), *SPECS, "--out", out, "--clients-out", second)
+    done = run_main("compare", trace(tmp_path), *SPECS, "--out", out, "--clients-out", second)
     one_message(done, "--clients-out", "same file")
     assert not out.exists()
 
 
 def test_out_on_a_full_device_is_one_message_after_the_scorecard(tmp_path):
-    done = run_cli("compare", trace(tmp_path), *SPECS, "--out", "/dev/full")
+    done = run_main("compare", trace(tmp_path), *SPECS, "--out", "/dev/full")
     one_message(done, "--out /dev/full", "cannot be written")
     assert "gcra" in done.stdout  # the scorecard was printed before the write
 
@@ -68,11 +68,11 @@ def test_an_output_that_cannot_take_a_byte_is_refused_before_the_run(tmp_path, o
 
 def test_charts_makes_its_folder(tmp_path):
     charts = tmp_path / "new" / "charts"
-    done = run_cli("compare", trace(tmp_path), *SPECS, "--charts", charts)
+    done = run_main("compare", trace(tmp_path), *SPECS, "--charts", charts)
     assert done.returncode == 0, done.stderr
     assert (charts / "compare_scorecard.png").is_file()
 
 
 def test_charts_on_a_file_is_refused_up_front(tmp_path):
     path = trace(tmp_path)
-    one_message(run_cli("compare", path, *SPECS, "--charts", path), "--charts", "not a folder")
+    one_message(run_main("compare", path, *SPECS, "--charts", path), "--charts", "not a folder")

@@ -58,7 +58,7 @@ def shots() -> Path:
 
 
 #: Long enough for a kernel to start and run on a busy 2-core machine.
-WAIT_MS = 180_000
+WAIT_MS = 300_000  # a kernel started and a run drawn on a busy 2-core machine
 LINE = re.compile(r"^(\w+): admitted ([\d,]+) of ([\d,]+)", re.M)
 
 

@@ -102,6 +102,7 @@ def test_a_cancelled_run_leaves_the_workers_ready_for_the_next(runner):
     _same(Runner().run(SHORT).frames, runner.run(SHORT).frames)
 
 
+@pytest.mark.slow  # a pool of its own started and a worker killed
 def test_a_worker_that_dies_leaves_the_runs_to_this_process(tmp_path):
     runner = Runner(workers=1)
     try:
@@ -118,6 +119,7 @@ def test_a_worker_that_dies_leaves_the_runs_to_this_process(tmp_path):
         runner.close()
 
 
+@pytest.mark.slow  # a Python that starts a pool of its own, then ended
 def test_the_workers_end_with_the_process_that_started_them(tmp_path):
     script = tmp_path / "start.py"
     script.write_text(

@@ -2,8 +2,9 @@
 
 Each case here once went wrong without a word: client ids with bytes that are not UTF-8 merged
 into one, a trace overwritten by its own replay, times past 2^53 rounded, a byte-order mark read
-as part of a client id. The command line is driven in a subprocess, as a user would, and the
-output compared byte for byte where bytes are the point.
+as part of a client id. The command line is driven as a user would (its ``main`` in this
+process, output taken at the file descriptors; in a subprocess where the process itself is the
+point, a file size limit), and the output compared byte for byte where bytes are the point.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 FW = ("--algorithm", "fixed_window", "--limit", "10", "--window", "1")
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
-    return run_cli(*args, text=False)  # the output's bytes, as they are in the file
+    return run_main(*args, text=False)  # the output's bytes, as they are in the file
 
 
 def fields(out: bytes, column: str) -> list[bytes]:

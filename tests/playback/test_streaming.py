@@ -46,9 +46,9 @@ def write_trace(path: Path, n: int, seed: int, in_order: bool) -> None:
         writer.writerows(zip(clients, t_ms.tolist(), strict=True))
 
 
-def in_memory_csv(path: Path, algorithm: str, limit: int, window_ms: int) -> bytes:
-    """What the replay CLI wrote when it held the whole trace and log in memory."""
-    frame = replay(read_trace(path), algorithm, limit, window_ms)
+def in_memory_csv(frame) -> bytes:
+    """What the replay CLI wrote when it held the whole trace and log in memory: the bytes of
+    ``frame``, the log ``replay`` decided in memory."""
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(HEADER)
@@ -88,14 +88,13 @@ def test_streamed_output_equals_the_in_memory_log_byte_for_byte(
 ):
     trace, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
     write_trace(trace, 1500, seed=len(algorithm), in_order=in_order)
-    expected = in_memory_csv(trace, algorithm, 3, 250)
+    decided = replay(read_trace(trace), algorithm, 3, 250)  # the whole log, held in memory
+    expected = in_memory_csv(decided)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(traces, "read_trace", None)  # not used on the way: it streams
         args = ["replay", str(trace), "--algorithm", algorithm, "--limit", "3"]
         assert main([*args, "--window", "0.25", "--out", str(out_csv)]) == 0
     assert out_csv.read_bytes() == expected
-    frame = read_trace(trace)
-    decided = replay(frame, algorithm, 3, 250)
     refused = decided[~decided["allowed"]]
     summary = capsys.readouterr().err
     assert (
@@ -311,19 +310,19 @@ def test_the_fake_servers_expired_keys_do_not_pile_up_over_a_long_replay(monkeyp
     from simulator.backends import FakeRedisBackend
     from simulator.playback import run as playback
 
-    # 200 clients, one request each per 1 s window, over 100 windows: 20,000 window keys made,
-    # at most 400 of them alive at a time (this window's and, until it expires, the last one's)
-    clients, windows = 200, 100
+    # 100 clients, one request each per 1 s window, over 60 windows: 6,000 window keys made,
+    # at most 200 of them alive at a time (this window's and, until it expires, the last one's)
+    clients, windows, every = 100, 60, 500
     t_ms = [w * 1000 + i for w in range(windows) for i in range(clients)]
     names = [f"c{i}" for _ in range(windows) for i in range(clients)]
     requests = traces.Requests(range(len(t_ms)), t_ms, names)
-    monkeypatch.setattr(playback, "SWEEP_DECISIONS", 1000 if sweep else 10**9, raising=False)
+    monkeypatch.setattr(playback, "SWEEP_DECISIONS", every if sweep else 10**9, raising=False)
     backend = FakeRedisBackend()
     done = playback.replay_requests([requests], "fixed_window", 5, 1000, backend)
     assert done.decided == clients * windows
     held = len(backend.server.dbs[0]._dict)  # what the fake server holds, expired or not
     if sweep:
-        assert held <= 2 * clients + 1000
+        assert held <= 2 * clients + every  # and what the decisions since the last sweep made
     else:  # the case the sweep is for: without it, every window's key stays
         assert held == clients * windows
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import matplotlib.text
 import pytest
-from conftest import run_cli as run
+from conftest import run_main as run
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 ROOT = Path(__file__).resolve().parents[2]

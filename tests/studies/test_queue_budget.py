@@ -62,23 +62,26 @@ def workloads(draw: st.DrawFn) -> QueueScenario:
     )
 
 
+# The two properties of any workload are checked on each run drawn: a run is the cost here.
 @FEW
 @given(workloads())
-def test_shared_counter_never_admits_more_than_max_per_window_for_any_k(scenario):
+def test_any_k_workers_a_shared_counter_keeps_the_budget_and_a_deferral_its_pttl(scenario):
     result = run(scenario)
-    admits = result.dequeues[result.dequeues["action"] == "admit"]
+    shared_counter_never_admits_more_than_max_per_window(scenario, result.dequeues)
+    a_deferred_job_is_not_seen_before_its_pttl_is_over(result.dequeues)
+
+
+def shared_counter_never_admits_more_than_max_per_window(scenario, d) -> None:
+    admits = d[d["action"] == "admit"]
     assert len(admits) > 0
     for _, part in admits.groupby("queue"):
         counts = first_hit_windows(part["t_ms"].to_numpy(), scenario.window_ms)
         assert max(counts) <= scenario.max_per_window
     # the windows the counter reported agree with the ones rebuilt from the times
-    assert qs.budget_windows(result.dequeues)["admitted"].max() <= scenario.max_per_window
+    assert qs.budget_windows(d)["admitted"].max() <= scenario.max_per_window
 
 
-@FEW
-@given(workloads())
-def test_a_deferred_job_is_not_seen_before_its_pttl_is_over(scenario):
-    d = run(scenario).dequeues
+def a_deferred_job_is_not_seen_before_its_pttl_is_over(d) -> None:
     defer = d[d["action"].isin(["defer_ttl", "defer_admit"])]
     assert (defer["delay_ms"] >= 1).all()
     nxt = d.groupby("job_id")["t_ms"].shift(-1)
@@ -114,18 +117,19 @@ def test_frames_have_the_declared_dtypes():
 
 
 def test_local_counters_let_k_times_the_budget_through():
-    result = qs.global_vs_local(workers=(1, 2, 4, 8))
+    # one worker and four: the chart's 2 and 8 add time, not a case (demand 100/s covers 4 x 10)
+    result = qs.global_vs_local(workers=(1, 4))
     table = qs.window_table(result)
     cap = result.scenario.max_per_window
     admits = result.dequeues[result.dequeues["action"] == "admit"]
     totals = admits.groupby(["limiter", "workers"]).size()
-    for k in (1, 2, 4, 8):
+    for k in (1, 4):
         assert table.loc[("server", k), "most_per_window"] <= cap
         assert table.loc[("local", k), "most_per_budget_window"] <= cap  # each worker keeps max
-        # ... but together they let K budgets through (demand 100/s covers 8 x 10)
+        # ... but together they let K budgets through
         assert totals[("local", k)] >= 0.9 * k * totals[("server", k)]
         assert table.loc[("local", k), "most_per_window"] >= k * cap * 0.9
-    assert totals[("server", 8)] == totals[("server", 1)]
+    assert totals[("server", 4)] == totals[("server", 1)]
 
 
 def test_per_room_queues_keep_quiet_rooms_untouched_by_a_flood():

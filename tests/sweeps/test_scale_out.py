@@ -11,8 +11,8 @@ a state, with a generous deadline; no time is asserted.
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -65,10 +65,18 @@ def wait_for(condition, what: str, deadline_s: float = DEADLINE_S) -> None:
         time.sleep(0.2)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def scheduler_address(scheduler_file: Path, scheduler: subprocess.Popen) -> str:
+    """The address the scheduler wrote once it listened on the port it picked itself."""
+
+    def written() -> bool:
+        assert scheduler.poll() is None, "the dask scheduler ended before it listened"
+        try:
+            return bool(json.loads(scheduler_file.read_text()).get("address"))
+        except (OSError, ValueError):  # not there yet, or half written
+            return False
+
+    wait_for(written, "the dask scheduler's file")
+    return str(json.loads(scheduler_file.read_text())["address"])
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -87,8 +95,9 @@ def real_cluster(tmp_path: Path, workers: int = 2) -> Iterator[tuple[str, list[s
     """``dask scheduler`` and ``workers`` x ``dask worker`` (no nanny: the handle is the worker)."""
     from distributed import Client
 
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    # Port 0: the scheduler binds a port of its own choosing (nothing else can take it between a
+    # port being found and bound) and writes its address to the file the workers read.
+    scheduler_file = tmp_path / "scheduler.json"
     procs: list[subprocess.Popen] = []
     quiet_out = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": tmp_path}
     try:
@@ -102,12 +111,15 @@ def real_cluster(tmp_path: Path, workers: int = 2) -> Iterator[tuple[str, list[s
                     "--host",
                     "127.0.0.1",
                     "--port",
-                    str(port),
+                    "0",
+                    "--scheduler-file",
+                    str(scheduler_file),
                     "--no-dashboard",
                 ],
                 **quiet_out,
             )
         )
+        address = scheduler_address(scheduler_file, procs[0])
         for i in range(workers):
             procs.append(
                 subprocess.Popen(

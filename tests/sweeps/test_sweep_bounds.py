@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli
+from conftest import run_main
 
 from simulator.checks import ConfigError
 from simulator.engine.sizes import most_burst_requests
@@ -31,7 +31,7 @@ def test_the_sweep_command_refuses_a_huge_point_before_it_runs(tmp_path):
     spec = tmp_path / "huge_point.toml"
     spec.write_text('name = "h"\nstudy = "burst"\n[grid]\nalgorithm = "fixed_window"\n'
                     f"limit = {2**50}\n")  # fmt: skip
-    done = run_cli("sweep", spec, "--scheduler", "serial", "--out-dir", tmp_path / "out")
+    done = run_main("sweep", spec, "--scheduler", "serial", "--out-dir", tmp_path / "out")
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "limit = 1,125,899,906,842,624" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

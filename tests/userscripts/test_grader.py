@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_main
 
 from simulator.algorithms import ALGORITHMS
 from simulator.userscripts.exercises import EXERCISES, NOT_ATTEMPTED, attempt, grade, solution
@@ -81,7 +81,7 @@ def test_a_zero_reply_with_the_right_decisions_is_wrong_on_count_at_the_first_re
 def test_check_exits_1_naming_count_at_the_first_request_and_lists_the_fields(tmp_path):
     script = tmp_path / "zeros.lua"
     script.write_text(ZEROS_DECLARED + ZEROS)
-    done = run_cli("check", script, "--as", "fixed_window")
+    done = run_main("check", script, "--as", "fixed_window")
     assert done.returncode == 1, done.stderr
     out = done.stdout
     assert "request 1 at t_ms=59000, client 'c': the first field that differs is count: " in out
@@ -128,13 +128,13 @@ def test_a_script_wrong_only_in_retry_after_is_named_by_that_field(exercises):
 
 def test_check_only_compares_the_fields_asked_for_and_refuses_an_unknown_one():
     card = ROOT / "data" / "card" / "sliding-counter.lua"
-    done = run_cli("check", card, "--as", "sliding_counter", "--only", "allowed")
+    done = run_main("check", card, "--as", "sliding_counter", "--only", "allowed")
     assert done.returncode == 1, done.stderr
     # 1 ms into a window, whole seconds say elapsed 0: the card's counter refuses there
     assert "request 5 at t_ms=1001, client 'c': the script refused it" in done.stdout
     assert "fields compared: allowed (the rest exact)" in done.stdout
     assert "left out as asked: count" in done.stdout
-    bad = run_cli("check", card, "--as", "sliding_counter", "--only", "allowed,cnt")
+    bad = run_main("check", card, "--as", "sliding_counter", "--only", "allowed,cnt")
     assert (
         bad.returncode == 2 and "--only: 'cnt' is not a field: one of allowed, count" in bad.stderr
     )
