@@ -2,7 +2,10 @@
 
 Pure functions from a run's :class:`~simulator.explore.runs.Outcome` or a time bar's
 :class:`~simulator.explore.steps.Step` to the text and HTML its widgets show (class names a test
-can find), every value from the run escaped.
+can find), every value from the run escaped. A figure and its unit never break across lines on a
+projector: the spaces inside them are non-breaking and each summary line is kept whole
+(:func:`nobreak`). Times are said in seconds from the run's first instant (a trace's start),
+never as epoch milliseconds.
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from simulator.explore.settings import BACKENDS
 from simulator.explore.steps import KeyState, Step
 
 __all__ = [
+    "nobreak",
+    "seconds",
+    "pair_html",
+    "hidden_html",
     "default_client",
     "row_note",
     "summary_html",
@@ -22,6 +29,19 @@ __all__ = [
     "error_html",
     "busy_html",
 ]
+
+
+def nobreak(text: str) -> str:
+    """``text`` (HTML) as pieces that never break inside: each ``, ``-separated phrase of a
+    summary line kept on one line (``most one client got in any window 200 (2.00× the
+    limit)``), the line free to break between them."""
+    pieces = text.split(", ")
+    return ", ".join(f'<span style="white-space:nowrap">{p}</span>' for p in pieces)
+
+
+def seconds(t_ms: int, origin_ms: int = 0) -> str:
+    """An instant as the page says it: seconds from the origin, three decimals."""
+    return f"{(t_ms - origin_ms) / 1000:,.3f}&nbsp;s"
 
 
 def status_html(outcome: Outcome, run: int, said: list[str]) -> str:
@@ -84,8 +104,13 @@ def summary_html(outcome: Outcome) -> str:
         )
     if EXACT in outcome.summaries:
         notes.append("The sliding log is the exact log itself: it never differs from it.")
-    text = html.escape("\n".join(lines) or "no algorithm chosen")
-    return f"<pre>{text}</pre><small>{' '.join(notes)}</small>"
+    text = "<br>".join(
+        f'<span class="explorer-line">{nobreak(html.escape(line))}</span>' for line in lines
+    )
+    return (
+        f'<div class="explorer-lines">{text or "no algorithm chosen"}</div>'
+        f"<small>{' '.join(notes)}</small>"
+    )
 
 
 def _key_html(states: tuple[KeyState, ...]) -> str:
@@ -111,8 +136,9 @@ def _key_html(states: tuple[KeyState, ...]) -> str:
     return "".join(rows)
 
 
-def state_html(algorithm: str, step: Step, limit: int) -> str:
-    """One step as the right column shows it (class names a test can find)."""
+def _parts(algorithm: str, step: Step, limit: int, origin_ms: int) -> dict[str, str]:
+    """One step's parts, each a line or block of the right column (class names a test can
+    find), in the order they are shown."""
     decided = "admitted" if step.allowed else "refused"
     exact = "admits" if step.exact_allowed else "refuses"
     reply = ", ".join(html.escape(str(x)) for x in step.reply)
@@ -125,13 +151,41 @@ def state_html(algorithm: str, step: Step, limit: int) -> str:
         if step.after == step.before
         else _key_html(step.after)
     )
+    return {
+        "decision": f"<b>{html.escape(algorithm)}</b> at {seconds(step.t_ms, origin_ms)} "
+        f"(cost&nbsp;{step.cost}): <b>{decided}</b>",
+        "headers": f"<b>header fields</b>{headers}",
+        "exact": f"exact log: {step.exact_in_window:,}&nbsp;of&nbsp;{limit:,} admitted in the "
+        f"trailing window before this request; it {exact} it",
+        "reply": f"<b>reply</b> <code>[{reply}]</code>",
+        "before": f"<b>keys before</b>{_key_html(step.before)}",
+        "after": f"<b>keys after</b>{after}",
+    }
+
+
+def state_html(algorithm: str, step: Step, limit: int, origin_ms: int = 0) -> str:
+    """One step as the right column shows it (class names a test can find)."""
+    parts = _parts(algorithm, step, limit, origin_ms)
+    return "".join(f'<div class="explorer-{k}">{v}</div>' for k, v in parts.items())
+
+
+def hidden_html(algorithm: str, step: Step, origin_ms: int = 0) -> str:
+    """A step whose outcome the reader is to predict: only what the server held before."""
     return (
         f'<div class="explorer-decision"><b>{html.escape(algorithm)}</b> at '
-        f"{step.t_ms:,} ms (cost {step.cost}): <b>{decided}</b></div>"
-        f'<div class="explorer-headers"><b>header fields</b>{headers}</div>'
-        f'<div class="explorer-exact">exact log: {step.exact_in_window:,} of {limit:,} '
-        f"admitted in the trailing window before this request; it {exact} it</div>"
-        f'<div class="explorer-reply"><b>reply</b> <code>[{reply}]</code></div>'
+        f"{seconds(step.t_ms, origin_ms)} (cost&nbsp;{step.cost}): <b>?</b> "
+        "<i>admitted or refused? answer below</i></div>"
         f'<div class="explorer-before"><b>keys before</b>{_key_html(step.before)}</div>'
-        f'<div class="explorer-after"><b>keys after</b>{after}</div>'
     )
+
+
+def pair_html(steps: dict[str, Step], limit: int, origin_ms: int = 0) -> str:
+    """Two servers' steps side by side: each part of one beside the same part of the other."""
+    parts = {a: _parts(a, s, limit, origin_ms) for a, s in steps.items()}
+    names = list(parts)
+    head = "".join(f"<th>{html.escape(a)}</th>" for a in names)
+    body = "".join(
+        f'<tr class="explorer-{k}">' + "".join(f"<td>{parts[a][k]}</td>" for a in names) + "</tr>"
+        for k in ("decision", "reply", "headers", "exact", "before", "after")
+    )
+    return f'<table class="explorer-pair"><tr>{head}</tr>{body}</table>'
