@@ -173,6 +173,7 @@ class Explorer:
         with self._hush():
             self.controls.apply(p.settings)
             self._client = p.client
+        self.timebar.moment = None  # a new case: it starts at its first refusal
         self._card(name)
         self._changed({"owner": None})
 

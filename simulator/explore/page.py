@@ -81,11 +81,15 @@ class Page:
         self._time_bar(on_nudge)
         self._toggles()
         self.instant = w.HTML().add_class("explorer-instant")
-        self.state_of = w.Dropdown(description="server of", layout=w.Layout(width="50%"))
+        narrow = {"description_width": "5.5em"}
+        self.state_of = w.Dropdown(
+            description="server of", style=narrow, layout=w.Layout(width="98%")
+        )
         self.state_of.add_class("explorer-state-of")
         self.beside = w.Dropdown(
-            options=[("none", "")], value="", description="beside it", layout=w.Layout(width="50%")
-        )
+            options=[("none", "")], value="", description="beside it", style=narrow,
+            layout=w.Layout(width="98%"),
+        )  # fmt: skip
         self.beside.add_class("explorer-beside")
         self.state = w.HTML("<i>step through the requests with the time bar</i>")
         self.state.add_class("explorer-state")
@@ -198,7 +202,8 @@ class Page:
         self.right = w.VBox(
             [
                 w.HTML("<b>What the server holds</b>"),
-                w.HBox([self.state_of, self.beside]),
+                self.state_of,
+                self.beside,
                 self.state,
                 self.answer,
                 self.why_open,

@@ -3,7 +3,8 @@
 The reader chooses a *moment* - a request of the client shown - and the bar keeps it: a new run,
 another server shown, another algorithm beside it or a zoom leave the same request chosen (the
 same instant, and among requests at that very millisecond the same one: request 101 of the
-boundary burst stays request 101). Only a first run starts at the shown server's first refusal.
+boundary burst stays request 101). A first run, or a preset, starts at the client's first
+request that any algorithm refused.
 
 A step decides that client's requests again on a fresh fake server for each server shown
 (:class:`~simulator.explore.steps.Stepper`, made from the run's policy and kept while the run is
@@ -130,11 +131,19 @@ class TimeBar:
         self.step_now(i, keep=self.moment is not None)
 
     def _first_refusal(self) -> int:
-        shown = self.algorithms()
-        if not shown:
+        """The client's first request that any algorithm of the run refused (the moment a new
+        case is about), as a request of the first server shown; the first request if none."""
+        o, shown = self.outcome, self.algorithms()
+        if o is None or not shown:
             return 0
-        refused = np.flatnonzero(~self._mine(shown[0])["allowed"].to_numpy(dtype=bool))
-        return int(refused[0]) if len(refused) else 0
+        first: Moment | None = None
+        for algorithm in o.frames:
+            mine = self._mine(algorithm)
+            refused = np.flatnonzero(~mine["allowed"].to_numpy(dtype=bool))
+            if len(refused):
+                at = moment_of(mine["t_ms"].to_numpy(dtype="int64"), int(refused[0]))
+                first = at if first is None else min(first, at)
+        return 0 if first is None else index_of(self.times(shown[0]), first)
 
     def nudge(self, by: int) -> None:
         """One request on (``by`` 1) or back (-1), within the bar."""

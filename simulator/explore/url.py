@@ -57,7 +57,8 @@ def query_of(view: View, base: Settings) -> str:
     s, pairs = view.settings, [("preset", view.preset)] if view.preset else []
     if s.algorithms != base.algorithms:
         pairs.append(("algorithms", ",".join(s.algorithms)))
-    pairs += [(k, _text(getattr(s, k))) for k in _SETTINGS if getattr(s, k) != getattr(base, k)]
+    carried = [k for k in _SETTINGS if s.trace is not None or not k.startswith("trace")]
+    pairs += [(k, _text(getattr(s, k))) for k in carried if getattr(s, k) != getattr(base, k)]
     pairs += [
         (k, _text(getattr(s.traffic, k)))
         for k in _TRAFFIC
@@ -122,10 +123,11 @@ def read_query(query: str, presets: dict[str, Settings], default: Settings) -> V
 
 
 def address_html(query: str, n: int) -> str:
-    """A hidden image whose error handler puts ``query`` into the page's address (outside
-    JupyterLab); ``n`` makes each one new, so its handler runs each time."""
+    """A hidden image whose error handler puts ``query`` into the page's address (not in a
+    notebook's page: JupyterLab's address names the notebook); ``n`` makes each one new, so its
+    handler runs each time."""
     script = (
-        "if(!document.querySelector('.jp-LabShell')){"
+        "if(!/[/](lab|doc|notebooks|tree)[/]/.test(location.pathname)){"
         f"history.replaceState(null,'',location.pathname+'?{query}')}}"
     )
     return (
