@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.backends.direct import DirectFakeBackend
+from simulator.explain.replay import Replay
 from simulator.fastref import decide_bulk
 from simulator.headers import http_headers
 from simulator.policy import Policy, resolve
@@ -134,9 +135,8 @@ class Stepper:
         self.times = [int(t) for t in t_ms]
         self.costs = [1] * len(self.times) if costs is None else [int(c) for c in costs]
         self.allowed = None if allowed is None else [bool(a) for a in allowed]
-        self._now = 0.0
-        self.backend = DirectFakeBackend(lambda: self._now)
-        self.limiter = policy.limiter(self.backend)
+        self.replay = Replay(policy, client)
+        self.backend, self.limiter = self.replay.backend, self.replay.limiter
         exact = decide_bulk(
             "sliding_log",
             np.zeros(len(self.times), dtype="int64"),
@@ -161,11 +161,10 @@ class Stepper:
     def _next(self) -> Step:
         i = len(self.steps)
         t, cost = self.times[i], self.costs[i]
-        self._now = t
+        self.replay.now_ms = t  # the keys before are read on the request's clock
         before = read_keys(self.backend)
-        script, keys, args = self.limiter.call(self.client, t, cost)
-        reply = self.backend.call(script, keys, args)
-        decision = self.limiter.parse(reply)
+        decided = self.replay.decide(t, cost)
+        reply, decision = decided.reply, decided.decision
         after = read_keys(self.backend)
         if self.allowed is not None and self.allowed[i] != decision.allowed:
             raise RuntimeError(
@@ -199,7 +198,7 @@ class Stepper:
         )
 
     def close(self) -> None:
-        self.backend.close()
+        self.replay.close()
 
 
 def step_through(

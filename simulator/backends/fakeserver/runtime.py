@@ -60,6 +60,9 @@ class ScriptRuntime(LUA.LuaRuntime):  # type: ignore[misc, name-defined]
         self.hook_state[b"interrupted"] = INTERRUPTED
         self.hook = self.eval(HOOK_MAKER)(self._check, self.hook_state)
         self.sethook = self.globals().debug.sethook
+        # kept before the environment drops ``debug``: a traced call (:mod:`~.tracing`) asks it
+        # which chunk a line belongs to; nothing on the ordinary path calls it
+        self.getinfo = self.globals().debug.getinfo
         self.seal: Any = None
         self.store_keys_argv: Any = None
         self._arm()

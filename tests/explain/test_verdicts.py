@@ -1,0 +1,70 @@
+"""Each shipped algorithm's arithmetic reaches the verdict its script's reply gave; a user's
+script, with no arithmetic, is traced all the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.algorithms import ALGORITHMS
+from simulator.explain import explain_decision
+from simulator.explain.arithmetic import ARITHMETIC
+from simulator.policy import resolve
+from simulator.userscripts import register_script
+
+ROOT = Path(__file__).resolve().parents[2]
+# limit 3 per 1 s: admitted, refused, a cost above the limit, and windows that roll over
+T_MS = [0, 100, 200, 300, 400, 1100, 1500, 2600, 2700]
+COSTS = [1, 1, 2, 1, 1, 4, 1, 1, 3]
+
+
+@pytest.mark.parametrize("name", sorted(cls.name for cls in ARITHMETIC))
+def test_the_arithmetic_reaches_the_replys_verdict(name):
+    policy = resolve(name, 3, 1000, {})
+    seen = set()
+    for i in range(len(T_MS)):
+        why = explain_decision(policy, T_MS, COSTS, i)
+        assert why.verdict is why.allowed, (i, why.arithmetic, why.reply)
+        assert why.arithmetic[-1].endswith("admitted" if why.allowed else "refused")
+        assert why.note == "" and why.calls
+        seen.add(why.allowed)
+    assert seen == {True, False}
+
+
+def test_every_shipped_algorithm_has_its_arithmetic():
+    shipped = {cls for cls in ALGORITHMS.values() if cls.__module__.startswith("simulator.")}
+    shipped = {cls for cls in shipped if not cls.__module__.startswith("simulator.userscripts")}
+    assert shipped <= set(ARITHMETIC), sorted(c.name for c in shipped - set(ARITHMETIC))
+
+
+def test_the_server_command_stands_as_the_one_call():
+    why = explain_decision(resolve("increx", 3, 1000, {}), [0, 10], None, 1)
+    assert why.source_lines == () and why.ran == frozenset()
+    (call,) = why.calls
+    assert call.command == "INCREX" and call.line is None and call.reply == [2, 1]
+    assert "1 + 1 = 2 ≤ 3 → admitted" in why.arithmetic[-1]
+
+
+def test_the_bucket_shows_its_refill_with_the_stored_numbers():
+    why = explain_decision(resolve("token_bucket", 3, 1000, {}), [0, 0, 0, 500], None, 3)
+    stored = why.calls[0].reply  # HMGET tokens ts, as the server held them
+    assert why.calls[0].command == "HMGET" and stored[1] == "0"
+    assert f"min(3, {stored[0]} + 500 ms × 3 per 1000 ms) = min(3, 1.5) = 1.5" in why.arithmetic[1]
+
+
+def test_a_user_script_is_traced_without_arithmetic():
+    cls = register_script(ROOT / "data" / "card" / "sliding-counter.lua", "why_card_counter")
+    try:
+        policy = resolve(cls, 100, 60_000, {})
+        why = explain_decision(policy, [59_000] * 100 + [61_000] * 3, None, 102)
+    finally:
+        ALGORITHMS.pop("why_card_counter")
+    path = ROOT / "data" / "card" / "sliding-counter.lua"
+    assert why.source_lines == tuple(path.read_text().splitlines())  # its own text, no guard
+    assert why.arithmetic == () and why.verdict is None
+    assert why.note.startswith("no arithmetic for why_card_counter: ") and "\n" not in why.note
+    assert 4 in why.ran and 5 in why.ran  # the two GETs
+    gets = [c for c in why.calls if c.command == "GET"]
+    assert [g.line for g in gets] == [4, 5] and gets[1].reply == "100"
+    assert why.as_html().count('class="why-line why-ran"') == len(why.ran)
