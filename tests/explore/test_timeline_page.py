@@ -1,0 +1,122 @@
+"""The timeline widget in a page served by Voilà: the rows reach the browser, a step there
+reaches the kernel, and an index the kernel sets reaches the page.
+
+A small notebook (written under a temporary folder) shows the boundary burst's timeline and a
+label the kernel rewrites whenever the widget's ``index``, ``limit`` or ``view_ms`` change; a
+button makes the kernel choose request 151. Voilà is started on a free port with Jupyter's
+folders of its own and stopped, with its kernel, by its own handle.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(
+        "browser tests need Debian's Chromium: apt-get install -y chromium fonts-dejavu",
+        allow_module_level=True,
+    )
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from simulator.backends.process import free_port  # noqa: E402
+from simulator.explore.serve import stop_served, voila_argv  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Long enough for a kernel to start and run on a busy 2-core machine.
+WAIT_S = 180.0
+
+CELL = """\
+import ipywidgets as w
+from simulator.explore.front import Timeline, timeline_payload
+from simulator.explore.presets import PRESETS
+from simulator.explore.runs import Runner
+
+preset = PRESETS["boundary burst"]
+timeline = Timeline(**timeline_payload(Runner().run(preset.settings), preset.client, index=0))
+heard = w.Label("kernel: nothing yet")
+heard.add_class("heard")
+
+def said(change):
+    heard.value = f"kernel index {timeline.index}, limit {timeline.limit:g}"
+
+timeline.observe(said, names=["index", "limit", "view_ms"])
+choose = w.Button(description="kernel chooses 151")
+choose.on_click(lambda _: setattr(timeline, "index", 150))
+w.VBox([heard, choose, timeline])
+"""
+
+
+def _serve(folder: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(CELL)]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, folder / "timeline.ipynb")
+    jupyter = folder / ".jupyter"
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(jupyter),
+        "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
+        "PYTHONPATH": str(ROOT),
+    }
+    port = free_port(False)
+    log = folder / "voila.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            voila_argv("timeline.ipynb", port), cwd=folder, env=env, stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        if server.poll() is not None or time.monotonic() > deadline:
+            stop_served(server)
+            raise AssertionError(log.read_text()[-3000:])
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                return server, port, log
+        except OSError:
+            time.sleep(0.5)  # polling interval, not a correctness wait
+
+
+def test_the_widget_steps_in_the_page_and_the_kernel_hears(tmp_path):
+    server, port, log = _serve(tmp_path)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.set_default_timeout(WAIT_S * 1000)
+                page.goto(f"http://127.0.0.1:{port}/")
+                page.locator(".tl-row").first.wait_for()
+                assert page.locator(".tl-row").count() == 10
+                readout = page.locator(".tl-readout")
+                assert "request 1 of 200 at 59.000 s" in readout.inner_text()
+                page.get_by_role("button", name="seam ▶", exact=True).click()
+                assert "request 101 of 200" in readout.inner_text()
+                heard = page.locator(".heard")
+                heard.filter(has_text="kernel index 100, limit 100").wait_for()
+                page.get_by_role("button", name="step ▶", exact=True).click()
+                heard.filter(has_text="kernel index 101,").wait_for()
+                page.get_by_role("button", name="kernel chooses 151").click()
+                page.locator(".tl-readout", has_text="request 151 of 200").wait_for()
+                drawn = page.evaluate("document.querySelector('.tl-root').timeline.drawn(2)")
+                assert len(drawn) == 200
+            finally:
+                browser.close()
+    finally:
+        stop_served(server)
+    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
