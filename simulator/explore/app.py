@@ -32,12 +32,17 @@ import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from simulator.backends import Backend
 from simulator.backends.direct import DirectFakeBackend
 from simulator.backends.specs import make_backend, resolve_spec
 from simulator.explore.controls import Controls
+from simulator.explore.export import page_html
+from simulator.explore.front import timeline_payload
 from simulator.explore.page import Page
 from simulator.explore.pool import default_workers
 from simulator.explore.predict import Guesses
@@ -45,12 +50,14 @@ from simulator.explore.presets import PRESETS, REFUSED, card_html
 from simulator.explore.runs import Cancelled, Outcome, Runner
 from simulator.explore.settings import Settings, expected_requests, with_limit
 from simulator.explore.steps import Step
-from simulator.explore.timebar import TimeBar
+from simulator.explore.timebar import TimeBar, index_of, moment_of
 from simulator.explore.url import View, address_html, query_of, read_query
 from simulator.explore.whypanel import why_html
 from simulator.explore.words import (
     busy_html,
+    client_note,
     default_client,
+    download_html,
     error_html,
     hidden_html,
     pair_html,
@@ -91,16 +98,17 @@ class Explorer:
         )
         page = self.page = Page(self.controls, self.preset, lambda by: self.timebar.nudge(by))
         self.status, self.progress, self.summary = page.status, page.progress, page.summary
-        self.rows, self.question, self.instant = page.rows, page.question, page.instant
+        self.timeline, self.question, self.instant = page.timeline, page.question, page.instant
         self.state_of, self.state, self.scrub = page.state_of, page.state, page.scrub
         self.view = page.view
-        self.timebar = TimeBar(page, self._hush, self._render)
+        self.timebar = TimeBar(page, self._hush, self._render, self._moved)
         self.guesses = Guesses()
         self._visited: set[str] = set()
         self._preset = ""
         self._wanted: View | None = None  # what the page's address asked for, until drawn
         self._addresses = 0
         self._whys: dict[tuple[int, str, str, int], str] = {}
+        self._added: tuple[tuple[str, float, int], ...] = ()
         self.outcome: Outcome | None = None
         self.drawn = 0
         self._lock = threading.Condition()
@@ -119,7 +127,11 @@ class Explorer:
             toggle.observe(lambda _: self._pool.submit(self._render), names="value")
         page.admit.on_click(lambda _: self._pool.submit(self._answer, True))
         page.refuse.on_click(lambda _: self._pool.submit(self._answer, False))
-        page.large.observe(self._large, names="value")
+        self.timeline.observe(self._large, names="large")
+        self.timeline.observe(self._picked, names="index")
+        self.timeline.observe(self._dragged, names="limit")
+        self.timeline.observe(self._painted, names="added")
+        page.export.on_click(lambda _: self._pool.submit(self._export))
         self._restore(os.environ.get("QUERY_STRING", "") if address is None else address)
 
     def _ipython_display_(self) -> None:
@@ -174,6 +186,9 @@ class Explorer:
             self.controls.apply(p.settings)
             self._client = p.client
         self.timebar.moment = None  # a new case: it starts at its first refusal
+        self._added = ()
+        with self._hush():
+            self.timeline.added = []
         self._card(name)
         self._changed({"owner": None})
 
@@ -261,6 +276,13 @@ class Explorer:
         if generation == self._generation:
             self._pool.submit(self._work, generation)
 
+    def _settings(self) -> Settings:
+        """What the controls show, with the requests painted onto the timeline."""
+        settings = self.controls.settings()
+        if not self._added:
+            return settings
+        return replace(settings, traffic=replace(settings.traffic, added=self._added))
+
     def _stale(self, generation: int) -> bool:
         return generation != self._generation
 
@@ -268,7 +290,7 @@ class Explorer:
         if self._stale(generation):
             return None
         try:
-            settings = self.controls.settings()
+            settings = self._settings()
             outcome, said = self._run(settings, generation)
             if self._stale(generation):
                 return None
@@ -299,7 +321,7 @@ class Explorer:
             if now not in wanted:  # read the controls once per change
                 wanted.clear()
                 try:
-                    wanted[now] = self.controls.settings()
+                    wanted[now] = self._settings()
                 except Exception:  # a bad value: its own run will say so
                     wanted[now] = None
             return wanted[now] == ahead
@@ -361,10 +383,12 @@ class Explorer:
         return outcome, [str(c.message) for c in caught]
 
     def _show(self, outcome: Outcome, said: list[str]) -> None:
-        s = outcome.settings
         client = self._choose_client(outcome)
-        span_ms = None if s.trace is not None else round(s.duration_s * 1000)
-        self.rows.show(outcome.frames, s.limit, s.window_ms, client, outcome.origin_ms, span_ms)
+        payload = timeline_payload(outcome, client, notes=False)
+        for row in payload["rows"]:
+            row["note"] = client_note(client, row)
+        with self._hush():
+            self.timeline.show(payload)
         self.summary.value = summary_html(outcome)
         self.progress.layout.visibility = "hidden"
         self.timebar.shown(outcome, client)
@@ -494,6 +518,57 @@ class Explorer:
         page.score.value = f"{said.line}; {self.guesses.score()}"
         self._render()
 
+    # -- the timeline: a request picked, the limit dragged, requests painted -----------------
+    def _first_row(self) -> str | None:
+        o = self.timebar.outcome
+        return next(iter(o.frames), None) if o is not None else None
+
+    def _moved(self, i: int) -> None:
+        """The time bar chose request ``i`` of the first server shown: the timeline follows
+        (its index counts its first row's requests)."""
+        tb, first = self.timebar, self._first_row()
+        if tb.moment is None or first is None:
+            return
+        with self._hush():
+            self.timeline.index = index_of(tb.times(first), tb.moment)
+
+    def _picked(self, change: Any) -> None:
+        """The reader chose a request in the timeline: the time bar shows it."""
+        tb, first = self.timebar, self._first_row()
+        if self._quiet or first is None:
+            return
+        times = tb.times(first)
+        if len(times):
+            at = moment_of(times, int(np.clip(change["new"], 0, len(times) - 1)))
+            self.scrub.value = index_of(tb.times(), at)
+
+    def _dragged(self, change: Any) -> None:
+        """The dashed limit was dragged: the limit control takes it (and a run follows)."""
+        if not self._quiet:
+            self.controls.limit.value = max(1, round(change["new"]))
+
+    def _painted(self, change: Any) -> None:
+        """Requests painted onto the timeline: every algorithm decides again with them."""
+        if self._quiet:
+            return
+        client = self.timebar.client
+        if client is None:
+            return
+        self._added = tuple(
+            (client, float(a["t_ms"]) / 1000, int(a.get("n", 1))) for a in change["new"]
+        )
+        self._changed({"owner": None})
+
+    def _export(self) -> None:
+        """The run shown, at the request chosen, as one HTML file offered as a download."""
+        o, tb = self.outcome, self.timebar
+        if o is None:
+            return
+        payload = timeline_payload(o, tb.client, index=self.timeline.index, notes=False)
+        for row in payload["rows"]:
+            row["note"] = client_note(tb.client, row)
+        self.page.download.value = download_html(page_html(payload))
+
     def _large(self, change: Any) -> None:
         """Bigger text and rows, for a projector (or back)."""
         large = bool(change["new"])
@@ -501,7 +576,6 @@ class Explorer:
             self.view.add_class("explorer-large")
         else:
             self.view.remove_class("explorer-large")
-        self.rows.resize(large)
 
     def _step_work(self, generation: int, i: int) -> None:
         if generation != self._scrub_generation:  # a newer position was asked for: skip this

@@ -3,10 +3,11 @@
 The page is three columns sized for a 1280×800 screen. Left: the presets (one click each, the
 boundary burst of the card first; the chosen one's card says what to watch for, what it teaches
 and what to try, and how far through the presets the reader is), and the controls in three
-tabs. Middle: a status line with its progress bar, the time bar (play, step back, step forward,
-a slider over the requests of the client shown, *predict*, *large*, *export*), one row per
-algorithm with each of that client's requests a mark (:class:`simulator.charts.explorer.Rows`),
-and a summary line per algorithm with what its numbers mean. Right: at the chosen request, what
+tabs. Middle: a status line with its progress bar, *predict* and *export*, the timeline - one
+row per algorithm with each of the shown client's requests a mark, stepped, zoomed and played
+in the browser, where a click adds a request and the dashed limit can be dragged
+(:class:`simulator.explore.front.Timeline`) - and a summary line per algorithm with what its
+numbers mean. Right: at the chosen request, what
 one server - or two side by side - held for that client before and after the script ran, the
 script's reply, the header fields sent and the exact log's count at that instant, and under it
 *why*: the script's executed lines and its arithmetic, worked out only while that panel is open.
@@ -21,8 +22,8 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from simulator.charts.explorer import Rows
 from simulator.explore.controls import Controls
+from simulator.explore.front.timeline import Timeline
 from simulator.explore.presets import PRESETS, TRY_FIRST
 
 __all__ = ["Page", "CSS"]
@@ -50,13 +51,6 @@ CSS = """<style>
 .explorer-large .widget-toggle-button { font-size: 15px; }
 </style>"""
 
-_LEGEND = (
-    "<small>Each row: the requests of the client shown, at the number that client had "
-    "admitted in the trailing window; ● admitted, ✕ refused (bigger: costs more), "
-    "dashed: the limit, shaded: the window the algorithm counts at the chosen instant. "
-    "Hover a mark for its decision.</small>"
-)
-
 
 class Page:
     """The widgets (:attr:`view` holds them all): ``on_preset(name)`` on a preset's click,
@@ -74,7 +68,9 @@ class Page:
             value=0, min=0, max=1, layout=w.Layout(visibility="hidden", width="12em")
         )
         self.summary = w.HTML().add_class("explorer-summary")
-        self.rows = Rows()
+        #: The rows, drawn and stepped in the browser (simulator.explore.front).
+        self.timeline = Timeline()
+        self.timeline.add_class("explorer-timeline")
         self.question = w.HTML(TRY_FIRST).add_class("explorer-question")
         self.preset_buttons: dict[str, w.Button] = {}
         self.presets = self._presets(on_preset)
@@ -128,16 +124,12 @@ class Page:
         self.predict = w.ToggleButton(value=False, description="predict", tooltip=(
             "hide each request's outcome until you say admit or refuse"
         ), layout=w.Layout(width="auto"))  # fmt: skip
-        self.large = w.ToggleButton(
-            value=False, description="large", tooltip="bigger text and rows (a projector)",
-            layout=w.Layout(width="auto"),
-        )  # fmt: skip
         self.export = w.Button(
             description="export", tooltip="this run as one HTML file that steps without a server",
             layout=w.Layout(width="auto"),
         )  # fmt: skip
         self.download = w.HTML("").add_class("explorer-download")
-        for b, name in ((self.predict, "predict"), (self.large, "large"), (self.export, "export")):
+        for b, name in ((self.predict, "predict"), (self.export, "export")):
             b.add_class(f"explorer-{name}")
 
     def _answer_box(self) -> w.VBox:
@@ -179,12 +171,14 @@ class Page:
             [w.HTML("<b>Presets</b>"), self.presets, self.question, self.controls.box],
             layout=w.Layout(width="310px", min_width="310px"),
         )
+        # The timeline steps in the browser; this bar holds the request the kernel shows and is
+        # moved by the timeline (kept for a notebook's code, not shown).
         bar = w.HBox(
             [self.play, self.back, self.forward, self.scrub],
-            layout=w.Layout(width="100%", align_items="center"),
+            layout=w.Layout(width="100%", align_items="center", display="none"),
         )
         tools = w.HBox(
-            [self.predict, self.large, self.export, self.download],
+            [self.predict, self.export, self.download],
             layout=w.Layout(align_items="center", flex_flow="row wrap"),
         )
         middle = w.VBox(
@@ -193,8 +187,7 @@ class Page:
                 w.HBox([self.controls.client, self.instant], layout=w.Layout(flex_flow="row wrap")),
                 bar,
                 tools,
-                self.rows.box,
-                w.HTML(_LEGEND),
+                self.timeline,
                 self.summary,
             ],
             layout=w.Layout(flex="1 1 420px", min_width="420px"),
@@ -222,7 +215,7 @@ class Page:
 
     def stale(self, stale: bool) -> None:
         """Dim what is shown (a run or an error follows), or show it as current."""
-        for box in (self.rows.box, self.summary):
+        for box in (self.timeline, self.summary):
             if stale:
                 box.add_class("explorer-stale")
             else:

@@ -46,20 +46,22 @@ def index_of(times: np.ndarray, moment: Moment) -> int:
     lo, hi = np.searchsorted(times, t, side="left"), np.searchsorted(times, t, side="right")
     if hi > lo:
         return min(int(lo) + rank, int(hi) - 1)
-    return int(min(lo, len(times) - 1))
+    return min(int(lo), len(times) - 1)
 
 
 class TimeBar:
     """The time bar of ``page``; ``hush()`` holds back the page's own change handlers while
-    the bar moves its slider itself; ``render()`` writes the steps shown into the page."""
+    the bar moves its slider itself; ``render()`` writes the steps shown into the page and
+    ``moved(i)`` tells the timeline which request is shown."""
 
     def __init__(
         self,
         page: Page,
         hush: Callable[[], AbstractContextManager[None]],
         render: Callable[[], None] = lambda: None,
+        moved: Callable[[int], None] = lambda i: None,
     ) -> None:
-        self.page, self._hush, self._render = page, hush, render
+        self.page, self._hush, self._render, self._moved = page, hush, render, moved
         self.outcome: Outcome | None = None
         self.client: str | None = None
         #: The request chosen, kept across runs and servers shown (None: none chosen yet).
@@ -190,7 +192,7 @@ class TimeBar:
                 steps[algorithm] = other[index_of(np.asarray(other.times), moment)]
         self.steps = steps
         t_rel = steps[shown[0]].t_ms - o.origin_ms
-        page.rows.at(t_rel)  # a first-hit window ends at the reset of the row's last mark by then
+        self._moved(i)
         page.instant.value = (
             f"&nbsp;request&nbsp;{i + 1:,} of&nbsp;{len(first):,} at "
             f"<b>{t_rel / 1000:,.3f}&nbsp;s</b>"

@@ -10,7 +10,9 @@ never as epoch milliseconds.
 
 from __future__ import annotations
 
+import base64
 import html
+from typing import Any
 
 from simulator.explore.runs import EXACT, Outcome, Summary, summary_line
 from simulator.explore.settings import BACKENDS
@@ -22,6 +24,8 @@ __all__ = [
     "pair_html",
     "hidden_html",
     "default_client",
+    "client_note",
+    "download_html",
     "row_note",
     "summary_html",
     "state_html",
@@ -47,7 +51,7 @@ def seconds(t_ms: int, origin_ms: int = 0) -> str:
 def status_html(outcome: Outcome, run: int, said: list[str]) -> str:
     """The status line of a drawn run: what decided how much, where, and how long it took."""
     s = outcome.settings
-    n = len(s.traffic.clients())
+    n = len({c.name for c in s.traffic.clients()})
     source = f"trace {s.trace}" if s.trace is not None else f"{n} client{'s' * (n != 1)}"
     note = "".join(f"<br>{html.escape(m)}" for m in said)
     return (
@@ -77,6 +81,30 @@ def default_client(clients: list[str]) -> str | None:
     """The client shown first: a bursting one if there is one (the seam shows), else the busiest."""
     bursting = [c for c in clients if c.startswith("bursts-")]
     return sorted(bursting)[0] if bursting else (clients[0] if clients else None)
+
+
+def client_note(client: str | None, row: dict[str, Any]) -> str:
+    """Whose marks a timeline row shows, and their numbers: ``client 10.0.0.1: 37 requests,
+    30 admitted, most in a window 12``."""
+    if client is None:
+        return "no client"
+    n, admitted = len(row["t_ms"]), sum(bool(a) for a in row["admitted"])
+    peak = max(row["in_window"], default=0)
+    return (
+        f"client {client}: {n:,} request{'s' * (n != 1)}, {admitted:,} admitted, "
+        f"most in a window {peak:,}"
+    )
+
+
+def download_html(page: str, name: str = "explorer.html") -> str:
+    """A link that saves ``page`` (one HTML file) from the browser, with no server."""
+    data = base64.b64encode(page.encode("utf-8")).decode("ascii")
+    size = len(page.encode("utf-8")) / 1024
+    return (
+        f'<a class="explorer-download-link" download="{html.escape(name)}" '
+        f'href="data:text/html;base64,{data}">save {html.escape(name)}</a> '
+        f"<small>({size:,.0f}&nbsp;KB; opens from disk, steps with no server)</small>"
+    )
 
 
 def row_note(s: Summary) -> str:

@@ -248,7 +248,7 @@ def test_explorer_as_a_page(workdir, tmp_path):
                 assert _admitted(_summary(page)), "no summary line per algorithm"
                 assert page.get_by_text("from simulator.explore").count() == 0, "code is shown"
                 # Cause and effect on one screen: the controls and the first row in view.
-                first = page.locator(".explorer-row").first.bounding_box()
+                first = page.locator(".explorer-timeline .tl-row").first.bounding_box()
                 tabs = page.locator(".explorer .widget-tab").first.bounding_box()
                 presets = page.locator(".explorer-presets").first.bounding_box()
                 assert first and tabs and presets
@@ -257,10 +257,7 @@ def test_explorer_as_a_page(workdir, tmp_path):
                 assert first["x"] >= tabs["x"] + tabs["width"] - 1, "the figure sits beside"
                 page.get_by_role("button", name="boundary burst").click()
                 _wait_text(page, ".explorer-status", r"run 2: .* limit 100 per 60 s")
-                assert page.locator(".explorer-rows.explorer-stale").count() == 0
-                # Hovering over a mark gives its decision row.
-                page.locator(".explorer-row-sliding_log .dot").last.hover(force=True)
-                _wait_text(page, ".bqplot_tooltip_div >> visible=true", r"61\.000 s: refused")
+                assert page.locator(".explorer-timeline.explorer-stale").count() == 0
                 page.locator(".explorer-state-of select").select_option(label="sliding_log")
                 _wait_text(page, ".explorer-state", r"sliding_log at")
                 # A preset starts at its first refusal (the first request of second 61), kept

@@ -135,10 +135,11 @@ def test_a_control_change_redraws_once_and_a_higher_limit_admits_as_many():
         assert explorer.outcome is not None and explorer.outcome.settings.limit == 19
         for name, s in explorer.outcome.summaries.items():
             assert s.admitted >= first.summaries[name].admitted
-        rows = explorer.rows.figures()
-        assert [f.title.split(" · ")[0] for f in rows] == [ALGORITHMS[a].label for a in ALGORITHMS]
+        rows = explorer.timeline.rows
+        assert [r["label"] for r in rows] == [ALGORITHMS[a].label for a in ALGORITHMS]
         shown = explorer.controls.client.value
-        assert all(f"client {shown}: " in f.title and "most in a window" in f.title for f in rows)
+        assert all(r["note"].startswith(f"client {shown}: ") for r in rows)
+        assert all("most in a window" in r["note"] for r in rows)
         assert "run " in explorer.status.value
     finally:
         explorer.close()
@@ -268,7 +269,7 @@ def _error_of(explorer: Explorer, set_value) -> str:
     while "color:#b00" not in explorer.status.value and time.monotonic() < deadline:
         time.sleep(0.02)
     assert explorer.drawn == drawn
-    assert "explorer-stale" in explorer.rows.box._dom_classes  # the old figure is marked
+    assert "explorer-stale" in explorer.timeline._dom_classes  # the old figure is marked
     return explorer.status.value
 
 
