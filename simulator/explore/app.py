@@ -109,6 +109,7 @@ class Explorer:
         self._addresses = 0
         self._whys: dict[tuple[int, str, str, int], str] = {}
         self._added: tuple[tuple[str, float, int], ...] = ()
+        self._told = -1  # the timeline's index as the kernel last set it
         self.outcome: Outcome | None = None
         self.drawn = 0
         self._lock = threading.Condition()
@@ -385,6 +386,7 @@ class Explorer:
     def _show(self, outcome: Outcome, said: list[str]) -> None:
         client = self._choose_client(outcome)
         payload = timeline_payload(outcome, client, notes=False)
+        payload["index"] = self._told = self.timeline.index
         for row in payload["rows"]:
             row["note"] = client_note(client, row)
         with self._hush():
@@ -529,13 +531,15 @@ class Explorer:
         tb, first = self.timebar, self._first_row()
         if tb.moment is None or first is None:
             return
-        with self._hush():
-            self.timeline.index = index_of(tb.times(first), tb.moment)
+        self._told = index_of(tb.times(first), tb.moment)
+        self.timeline.index = self._told
 
     def _picked(self, change: Any) -> None:
-        """The reader chose a request in the timeline: the time bar shows it."""
+        """The reader chose a request in the timeline: the time bar shows it (a value the
+        kernel set itself is not a choice; compared by value, not by a flag, as the page's
+        message may arrive on another thread while the bar moves)."""
         tb, first = self.timebar, self._first_row()
-        if self._quiet or first is None:
+        if change["new"] == self._told or first is None or tb.outcome is None:
             return
         times = tb.times(first)
         if len(times):

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
+from simulator.explain.render import STYLE as WHY_STYLE
 from simulator.explore.controls import Controls
 from simulator.explore.front.timeline import Timeline
 from simulator.explore.presets import PRESETS, TRY_FIRST
@@ -43,6 +44,9 @@ CSS = """<style>
 .explorer-pair td { width: 50%; border-top: 1px solid #ddd; }
 .explorer-why { font-size: 12px; line-height: 1.35; }
 .explorer-why pre { font-size: 11.5px; white-space: pre-wrap; margin: 2px 0; }
+.explorer-why .why-source { max-height: 300px; overflow: auto; }
+.explorer-why .why-calls { display: block; overflow-x: auto; }
+.explorer-why .why-arithmetic { font-weight: bold; padding-left: 1.4em; }
 .explorer-large .explorer-state, .explorer-large .explorer-card, .explorer-large .explorer-why,
 .explorer-large .explorer-summary .explorer-lines, .explorer-large .explorer-instant,
 .explorer-large .explorer-status { font-size: 16px; }
@@ -50,6 +54,7 @@ CSS = """<style>
 .explorer-large .widget-label, .explorer-large .widget-button,
 .explorer-large .widget-toggle-button { font-size: 15px; }
 </style>"""
+CSS = CSS.replace("</style>", WHY_STYLE + "</style>")
 
 
 class Page:
@@ -155,8 +160,9 @@ class Page:
             value=0, min=0, max=0, readout=False, layout=w.Layout(width="100%")
         )
         self.scrub.add_class("explorer-scrub")
+        # The timeline plays in the browser; this one is kept for a notebook's code, not linked
+        # (a link would set the request back to the Play's 0 as the page loads).
         self.play = w.Play(value=0, min=0, max=0, interval=600, show_repeat=False)
-        w.jslink((self.play, "value"), (self.scrub, "value"))
         self.back = w.Button(description="◀ step", tooltip="one request back")
         self.forward = w.Button(description="step ▶", tooltip="one request on")
         for b in (self.back, self.forward):

@@ -15,6 +15,7 @@ import html
 from collections.abc import Sequence
 
 from simulator.backends.specs import resolve_spec
+from simulator.explain import explain_decision, why_unavailable
 from simulator.policy import Policy
 
 __all__ = ["why_html"]
@@ -30,10 +31,6 @@ def why_html(
 ) -> str:
     """The why of request ``index`` of ``client`` (its instants and costs) under ``policy``,
     as HTML; on a real server, the line saying why not."""
-    try:
-        from simulator.explain import explain_decision, why_unavailable
-    except ImportError:
-        return "<i>the why panel needs simulator.explain, not installed here</i>"
     spec = resolve_spec(backend)
     if not spec.virtual_time:
         return f"<i>{html.escape(str(why_unavailable(spec)))}</i>"
