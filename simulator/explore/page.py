@@ -34,7 +34,7 @@ CSS = """<style>
 .explorer-state { font-size: 12px; line-height: 1.35; }
 .explorer-state table { border-collapse: collapse; margin: 2px 0 6px 0; }
 .explorer-state td, .explorer-state th { padding: 1px 4px; vertical-align: top; text-align: left; }
-.explorer-state code { font-size: 11px; word-break: break-all; }
+.explorer-state code { font-size: 11px; overflow-wrap: break-word; }
 .explorer-summary .explorer-lines { font-size: 12px; margin: 0.3em 0; font-family: monospace; }
 .explorer-presets .widget-button { width: auto; padding: 0 8px; margin: 2px; }
 .explorer-card { font-size: 12.5px; line-height: 1.35; margin: 4px 0; }

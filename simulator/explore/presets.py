@@ -123,22 +123,23 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "sample access log",
-            "Ten minutes of a real access log, limit 60 per minute per client: which client is "
+            "Ten minutes of a real access log, limit 5 per 10 s per client: which client is "
             "refused, when, and do the algorithms agree on it?",
             Settings(
-                limit=60,
-                window_s=60.0,
+                limit=5,
+                window_s=10.0,
                 trace=str(SAMPLE_TRACE),
                 trace_format="clf",
                 trace_span_s=600.0,
             ),
             REFUSED,
             watch_for="the client shown (the one the run refused most): where its requests "
-            "bunch up, and whether every row puts its crosses at the same instants",
+            "bunch up, and that the rows do not agree (the fixed window refuses 2, the sliding "
+            "log 3)",
             learn="how a recorded client's real bursts meet each algorithm, in seconds from "
             "the trace's start",
-            try_this="set the span to 0 (the whole trace) and the limit to 30: see who else "
-            "is refused",
+            try_this="set the limit to 10: nobody is refused any more; then the span to 0 "
+            "(the whole trace): see who else is",
         ),
     )
 }

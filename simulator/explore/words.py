@@ -43,6 +43,12 @@ def nobreak(text: str) -> str:
     return ", ".join(f'<span style="white-space:nowrap">{p}</span>' for p in pieces)
 
 
+def breakable(text: str) -> str:
+    """Escaped ``text`` that may wrap only after a ``;`` or ``,`` (a header field's parts, a
+    reply's items), never inside a number or a name."""
+    return text.replace(";", ";<wbr>").replace(",", ",<wbr>")
+
+
 def seconds(t_ms: int, origin_ms: int = 0) -> str:
     """An instant as the page says it: seconds from the origin, three decimals."""
     return f"{(t_ms - origin_ms) / 1000:,.3f}&nbsp;s"
@@ -171,7 +177,7 @@ def _parts(algorithm: str, step: Step, limit: int, origin_ms: int) -> dict[str, 
     exact = "admits" if step.exact_allowed else "refuses"
     reply = ", ".join(html.escape(str(x)) for x in step.reply)
     headers = "".join(
-        f"<div>{html.escape(k)}: <code>{html.escape(v)}</code></div>"
+        f"<div>{html.escape(k)}: <code>{breakable(html.escape(v))}</code></div>"
         for k, v in step.headers.items()
     )
     after = (
@@ -185,7 +191,7 @@ def _parts(algorithm: str, step: Step, limit: int, origin_ms: int) -> dict[str, 
         "headers": f"<b>header fields</b>{headers}",
         "exact": f"exact log: {step.exact_in_window:,}&nbsp;of&nbsp;{limit:,} admitted in the "
         f"trailing window before this request; it {exact} it",
-        "reply": f"<b>reply</b> <code>[{reply}]</code>",
+        "reply": f"<b>reply</b> <code>[{breakable(reply)}]</code>",
         "before": f"<b>keys before</b>{_key_html(step.before)}",
         "after": f"<b>keys after</b>{after}",
     }
