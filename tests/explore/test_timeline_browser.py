@@ -137,11 +137,13 @@ def test_the_jumps_go_forward_and_back(page):
         assert _index(page) == to, name
     _click(page, "◀ refusal")
     assert _index(page) == 100  # the refusals begin at 100: nothing before
-    page.keyboard.press("Home")  # the keys work once the timeline has the focus
-    page.locator(".tl-root").focus()
+    page.locator(".tl-root").focus()  # the keys work once the timeline has the focus
     page.keyboard.press("End")
     page.evaluate(PAINTED)
     assert _index(page) == 199
+    page.keyboard.press("ArrowLeft")
+    page.evaluate(PAINTED)
+    assert _index(page) == 198
 
 
 def test_play_to_the_next_refusal_stops_there(page):
@@ -176,6 +178,25 @@ def test_zoom_the_limit_and_painted_requests(page):
     assert "added: 11 requests" in page.locator(".tl-added").inner_text()
     _click(page, "undo")
     assert len(page.evaluate("window.timelineModel.get('added')")) == 1
+
+
+def test_a_click_on_a_mark_chooses_it_and_ctrl_wheel_zooms(page):
+    _click(page, "seam view ±2 s")  # around the first request, at 59 s
+    k = _row(page, "gcra")
+    canvas = page.locator(".tl-row").nth(k).locator("canvas.tl-over").bounding_box()
+    assert canvas
+    mark = page.evaluate(f"{TL}.drawn({k})[42]")
+    page.mouse.click(canvas["x"] + mark["x"], canvas["y"] + mark["y"])
+    page.evaluate(PAINTED)
+    assert _index(page) == mark["i"] == 42  # every row holds the same 200 requests
+    lo, hi = page.evaluate(f"{TL}.state().view")
+    page.mouse.move(canvas["x"] + canvas["width"] / 2, canvas["y"] + 20)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -100)
+    page.keyboard.up("Control")
+    page.evaluate(PAINTED)
+    lo2, hi2 = page.evaluate(f"{TL}.state().view")
+    assert hi2 - lo2 < hi - lo
 
 
 _BOXES = """() => {
@@ -257,3 +278,65 @@ def test_step_and_scrub_frames_are_timed(page):
     print("\ntimeline frames (10 rows x 200 requests, 1280x800):", *said, sep="\n  ")
     print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     assert len(said) == 4
+
+
+_ZOOM = """async (n) => {
+  const painted = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  const buttons = [...document.querySelectorAll('.tl-btn')];
+  const zoomIn = buttons.find(b => b.textContent === '+');
+  const zoomOut = buttons.find(b => b.textContent === '−');
+  const out = [];
+  for (let k = 0; k < n; k++) {
+    const t0 = performance.now();
+    (k % 2 ? zoomOut : zoomIn).click();
+    await painted();
+    out.push(performance.now() - t0);
+  }
+  return out;
+}"""
+
+
+def _many(n: int, rows: int) -> dict:
+    """A made-up run of ``rows`` rows of ``n`` requests each over ten minutes."""
+    import numpy as np
+
+    from simulator.explore.front import state_text
+
+    rng = np.random.default_rng(1)
+    t_ms = np.sort(rng.integers(0, 600_000, n)).tolist()
+    made = []
+    for k in range(rows):
+        admitted = (rng.random(n) > 0.3).tolist()
+        made.append({
+            "algorithm": f"a{k}", "label": f"row {k}", "colour": "#1f77b4", "note": "",
+            "counted": "trailing", "window_ms": 60_000, "t_ms": t_ms, "admitted": admitted,
+            "cost": [1] * n, "in_window": rng.integers(0, 120, n).tolist(),
+            "count": [None] * n, "remaining": [None] * n, "retry_after_ms": [None] * n,
+            "reset_ms": [None] * n, "state": [state_text(a, None, None, None) for a in admitted],
+        })  # fmt: skip
+    seams = [float(s) for s in range(0, 600_001, 60_000)]
+    return {"rows": made, "seams_ms": seams, "limit": 100.0, "index": 0, "view_ms": []}
+
+
+@pytest.mark.slow
+def test_a_large_run_is_timed(browser, tmp_path):
+    """Ten rows of 20,000 requests: a step, a scrub and a zoom (which redraws every mark)."""
+    path = export_html(_many(20_000, 10), tmp_path / "many.html")
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        page.set_default_timeout(WAIT_MS)
+        page.goto(path.as_uri())
+        page.locator(".tl-root canvas").first.wait_for()
+        page.evaluate(PAINTED)
+        said = [f"{what}: to the next paint {_spread(page.evaluate(_TIME, {'what': what, 'n': 60}))}"
+                for what in ("step", "scrub")]  # fmt: skip
+        before = len(page.evaluate(f"{TL}.frames()"))
+        zooms = page.evaluate(_ZOOM, 20)
+        drawn = page.evaluate(f"{TL}.frames()")[before:]
+        said.append(f"zoom in or out: to the next paint {_spread(zooms)}; drawing {_spread(drawn)}")
+        assert len(page.evaluate(f"{TL}.drawn(0)")) > 1000
+    finally:
+        page.close()
+    load = os.getloadavg()
+    print("\ntimeline frames (10 rows x 20,000 requests, 1280x800):", *said, sep="\n  ")
+    print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

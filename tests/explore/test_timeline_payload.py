@@ -31,7 +31,7 @@ def test_the_boundary_burst_has_200_marks_in_every_row(burst):
         assert row["t_ms"] == [59_000] * 100 + [61_000] * 100
         assert re.fullmatch(r"#[0-9a-f]{6}", row["colour"]), row["colour"]
     assert burst["seams_ms"] == [0.0, 60_000.0, 120_000.0]
-    assert burst["limit"] == 100.0 and burst["view_ms"] == [0.0, 120_000.0]
+    assert burst["limit"] == 100.0 and burst["view_ms"] == []
 
 
 def test_the_sliding_log_refuses_the_second_hundred(burst):
@@ -72,8 +72,12 @@ def test_the_widget_keeps_its_values_in_range(burst):
     with pytest.raises(traitlets.TraitError, match="play_rate"):
         w.play_rate = 0
     w.added = [{"t_ms": 30_000, "n": 1}]
+    w.view_ms = [58_000.0, 62_000.0]
     w.show({**burst, "index": 150})
     assert w.index == 150 and w.added == [{"t_ms": 30_000, "n": 1}]
+    assert w.view_ms == [58_000.0, 62_000.0]
+    w.show(burst, keep_view=False)
+    assert w.view_ms == [] and w.index == 0
 
 
 def test_the_exported_page_needs_nothing_from_outside(burst, tmp_path):

@@ -128,8 +128,8 @@ def timeline_payload(
 ) -> dict[str, Any]:
     """The timeline's values for ``client`` in ``outcome`` (a finished explorer run): ``rows``
     (one per algorithm of the run, or of ``algorithms``, in that order), ``seams_ms``,
-    ``limit``, ``index`` (given, or the first row's first refusal, or 0), ``view_ms`` (the
-    whole run) and ``unit``, plus a ``caption``; hand it to ``Timeline(**payload)`` or
+    ``limit``, ``index`` (given, or the first row's first refusal, or 0), ``view_ms`` (``[]``:
+    the whole run) and ``unit``, plus a ``caption``; hand it to ``Timeline(**payload)`` or
     :func:`simulator.explore.export.export_html`."""
     s = outcome.settings
     names = [a for a in (algorithms or outcome.frames) if a in outcome.frames]
@@ -154,7 +154,7 @@ def timeline_payload(
         "seams_ms": [float(x) for x in seams_ms(outcome, span).tolist()],
         "limit": float(s.limit),
         "index": int(min(max(index, 0), max(n - 1, 0))),
-        "view_ms": [0.0, float(max(span, 1))],
+        "view_ms": [],  # the whole run, as the page pads it (it sends the numbers back)
         "unit": "s",
         "caption": f"client {client}: limit {s.limit:,} per {s.window_s:g} s"
         if client

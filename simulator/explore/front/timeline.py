@@ -78,12 +78,14 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
             )
         return float(proposal["value"])
 
-    def show(self, payload: dict[str, Any]) -> None:
-        """A new run's values (from ``timeline_payload``) in one message; the requests a reader
-        added are kept (they are the reader's, not the run's)."""
+    def show(self, payload: dict[str, Any], keep_view: bool = True) -> None:
+        """A new run's values (from ``timeline_payload``) in one message. The requests a reader
+        added are kept (they are the reader's, not the run's), and so is the view unless
+        ``keep_view`` is false (a reader zoomed in on a seam stays there as the limit moves)."""
         with self.hold_sync():
             self.rows = payload["rows"]
-            for name in ("seams_ms", "limit", "view_ms", "unit", "caption"):
+            names = ["seams_ms", "limit", "caption"] + ([] if keep_view else ["view_ms", "unit"])
+            for name in names:
                 if name in payload:
                     setattr(self, name, payload[name])
             self.index = payload.get("index", self.index)
