@@ -1,5 +1,8 @@
 """Which arithmetic goes with which algorithm: the shipped ones, by their class.
 
+An algorithm added to the package later has no line here until one is written for it: the
+view then shows its trace alone, as for a user's script.
+
 The table is keyed by the limiter class itself, not its name: a user's script or an algorithm
 registered from elsewhere has its own class, and gets no arithmetic even where its name looks
 like one of these (its script may do anything). :func:`arithmetic_for` then answers None, and
@@ -49,6 +52,6 @@ def arithmetic_for(algorithm: type[Limiter], facts: Facts) -> Arithmetic | None:
 def no_arithmetic(algorithm: type[Limiter]) -> str:
     """Why an algorithm has no arithmetic, in one line."""
     return (
-        f"no arithmetic for {algorithm.name}: it is not one of the shipped algorithms, whose "
-        "scripts this view can read; the lines that ran and the calls are its own"
+        f"no arithmetic for {algorithm.name}: this view works out only the scripts it knows "
+        "(simulator/explain/arithmetic.py); the lines that ran and the calls are its own"
     )

@@ -42,7 +42,10 @@ __all__ = ["explain_decision", "why_unavailable"]
 
 
 def why_unavailable(backend_spec: BackendSpec) -> str:
-    """One line for a backend where the view cannot be had (every one but the fake server)."""
+    """One line saying why ``backend_spec`` has no script view (every server but the fake one);
+    "" for the fake server, where the view is there."""
+    if backend_spec.virtual_time:
+        return ""
     return (
         f"the script view needs the fake server: on {backend_spec} the scripts run inside the "
         "server's own Lua, which cannot be watched line by line; choose the fake server "

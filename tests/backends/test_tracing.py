@@ -86,3 +86,23 @@ def test_another_servers_calls_go_straight_through(fake):
         assert recorder.runs == []
     finally:
         other.close()
+
+
+def test_two_servers_traced_at_once_each_keep_their_own(fake):
+    other = FakeRedisBackend()
+    mixin = _scripting.ScriptingCommandsMixin
+    try:
+        with traced_scripts(fake.server) as mine:
+            with traced_scripts(other.server) as theirs:
+                fake.client.eval("return redis.call('INCR', KEYS[1])", 1, "a")
+                other.client.eval("return redis.call('DECR', KEYS[1])", 1, "b")
+            fake.client.eval("return redis.call('GET', KEYS[1])", 1, "a")  # the first goes on
+            with pytest.raises(RuntimeError, match="traced already"):
+                with traced_scripts(fake.server):
+                    pass
+        assert [r.calls[0].command for r in mine.runs] == ["INCR", "GET"]
+        assert [r.calls[0].command for r in theirs.runs] == ["DECR"]
+        assert mixin._lua_redis_call is fake_scripts._lua_redis_call
+        assert mixin._lua_redis_pcall is not tracing._pcall
+    finally:
+        other.close()

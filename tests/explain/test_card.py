@@ -68,6 +68,7 @@ def test_text_and_html_are_escaped_and_marked(card: Why) -> None:
     assert 'class="why-line why-ran"' in page and "why-arithmetic" in page
     assert "{c}" in page and "<c>" not in page
     assert "&quot;2&quot;" in page  # the GET's reply, escaped
+    assert "estimate &gt;= limit" in page and "estimate >= limit" not in page
 
 
 def test_bad_input_is_one_clear_message() -> None:
@@ -83,3 +84,5 @@ def test_bad_input_is_one_clear_message() -> None:
 def test_a_real_server_says_why_there_is_no_view() -> None:
     line = why_unavailable(resolve_spec("redis://localhost:6379"))
     assert line.startswith("the script view needs the fake server: ") and "\n" not in line
+    assert "localhost:6379" in line
+    assert why_unavailable(resolve_spec("fakeredis")) == ""  # there the view is

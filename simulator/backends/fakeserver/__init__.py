@@ -14,6 +14,8 @@ in :mod:`~.stock`), one concern each:
 * :mod:`~.scripts`: ``EVAL`` and ``redis.call`` with less work per call;
 * :mod:`~.commands`: one command run as fakeredis runs it, its plan kept per command;
 * :mod:`~.calls`: a limiter's call without redis-py and the socket (:class:`DirectCalls`);
+* :mod:`~.tracing`: one call watched when asked (the lines that ran, each ``redis.call`` and
+  its reply), nothing installed otherwise;
 * :mod:`~.stock`: fakeredis's own functions, and :func:`plain_scripts` to run them.
 """
 

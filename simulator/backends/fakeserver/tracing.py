@@ -16,12 +16,16 @@ and the commands it sent, each with its arguments and the server's reply. Inside
   they were sent from, their reply as Lua saw it (``false`` for a missing value) or the error.
 
 Outside the block nothing of this is installed: no line hook, no wrapper around ``execute`` or
-``redis.call``. The ordinary path keeps its speed, and a test holds it to that.
+``redis.call``. The ordinary path keeps its speed, and a test holds it to that. While some
+server is traced, fakeredis's ``redis.call`` is wrapped for the whole process (that is where
+fakeredis looks it up), and another server's calls pass through with one dictionary lookup;
+the last block to end puts fakeredis's own back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -163,48 +167,79 @@ class Recorder:
         )
 
 
-def _wrappers(recorder: Recorder, plain_call: Any, plain_pcall: Any) -> tuple[Any, Any]:
-    """``redis.call`` and ``redis.pcall`` that record the traced runtime's calls (any other
-    server's go straight through), answering as fakeredis does."""
+#: The recorders in use, by their runtime's id, and fakeredis's ``redis.call`` and
+#: ``redis.pcall`` as they were before the first came (restored when the last goes). Several
+#: servers may be traced at once, from several threads: the wrappers go in once, under a lock.
+_ACTIVE: dict[int, Recorder] = {}
+_PLAIN: list[tuple[Any, Any]] = []
+_LOCK = threading.Lock()
 
-    def call(self: Any, lua_runtime: Any, expected: Any, op: Any, *args: Any) -> Any:
-        if lua_runtime is not recorder.runtime:
-            return plain_call(self, lua_runtime, expected, op, *args)
-        try:
-            reply = plain_call(self, lua_runtime, expected, op, *args)
-        except Exception as exc:
-            recorder.record(False, op, args, None, str(exc))
-            raise
-        recorder.record(False, op, args, reply)
-        return reply
 
-    def pcall(self: Any, lua_runtime: Any, expected: Any, op: Any, *args: Any) -> Any:
-        if lua_runtime is not recorder.runtime:
-            return plain_pcall(self, lua_runtime, expected, op, *args)
-        try:
-            reply = plain_call(self, lua_runtime, expected, op, *args)
-        except Exception as exc:  # as fakeredis's pcall: the error becomes a reply
-            recorder.record(True, op, args, None, str(exc))
-            return lua_runtime.table_from({b"err": str(exc)})
-        recorder.record(True, op, args, reply)
-        return reply
+def _recorder_of(lua_runtime: Any) -> Recorder | None:
+    recorder = _ACTIVE.get(id(lua_runtime))
+    return recorder if recorder is not None and recorder.runtime is lua_runtime else None
 
-    return call, pcall
+
+def _call(self: Any, lua_runtime: Any, expected: Any, op: Any, *args: Any) -> Any:
+    """``redis.call``, recorded for a traced runtime (any other goes straight through)."""
+    plain_call = _PLAIN[0][0]
+    recorder = _recorder_of(lua_runtime)
+    if recorder is None:
+        return plain_call(self, lua_runtime, expected, op, *args)
+    try:
+        reply = plain_call(self, lua_runtime, expected, op, *args)
+    except Exception as exc:
+        recorder.record(False, op, args, None, str(exc))
+        raise
+    recorder.record(False, op, args, reply)
+    return reply
+
+
+def _pcall(self: Any, lua_runtime: Any, expected: Any, op: Any, *args: Any) -> Any:
+    """``redis.pcall`` as fakeredis answers it (an error becomes a reply), recorded."""
+    plain_call, plain_pcall = _PLAIN[0]
+    recorder = _recorder_of(lua_runtime)
+    if recorder is None:
+        return plain_pcall(self, lua_runtime, expected, op, *args)
+    try:
+        reply = plain_call(self, lua_runtime, expected, op, *args)
+    except Exception as exc:
+        recorder.record(True, op, args, None, str(exc))
+        return lua_runtime.table_from({b"err": str(exc)})
+    recorder.record(True, op, args, reply)
+    return reply
+
+
+def _start(recorder: Recorder) -> None:
+    mixin = _scripting.ScriptingCommandsMixin
+    with _LOCK:
+        if id(recorder.runtime) in _ACTIVE:
+            raise RuntimeError("this fake server's scripts are traced already")
+        if not _ACTIVE:
+            _PLAIN[:] = [(mixin._lua_redis_call, mixin._lua_redis_pcall)]
+            mixin._lua_redis_call = _call  # type: ignore[method-assign, assignment]
+            mixin._lua_redis_pcall = _pcall  # type: ignore[method-assign, assignment]
+        _ACTIVE[id(recorder.runtime)] = recorder
+        recorder.runtime.execute = recorder.execute  # type: ignore[method-assign]
+
+
+def _stop(recorder: Recorder) -> None:
+    mixin = _scripting.ScriptingCommandsMixin
+    with _LOCK:
+        del recorder.runtime.execute
+        del _ACTIVE[id(recorder.runtime)]
+        if not _ACTIVE:
+            mixin._lua_redis_call, mixin._lua_redis_pcall = _PLAIN.pop()  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
 def traced_scripts(server: Any) -> Iterator[Recorder]:
     """Record every script call on fakeredis ``server`` inside the block (its lines and its
-    ``redis.call``s, :class:`Recorder`); everything is as it was once the block ends."""
-    runtime = _runtime(server)
-    recorder = Recorder(runtime)
-    mixin = _scripting.ScriptingCommandsMixin
-    plain_call, plain_pcall = mixin._lua_redis_call, mixin._lua_redis_pcall
-    call, pcall = _wrappers(recorder, plain_call, plain_pcall)
-    runtime.execute = recorder.execute  # type: ignore[method-assign]
-    mixin._lua_redis_call, mixin._lua_redis_pcall = call, pcall  # type: ignore[method-assign]
+    ``redis.call``s, :class:`Recorder`); everything is as it was once the block ends. One
+    block per server at a time (a second raises RuntimeError); other servers run untraced."""
+    recorder = Recorder(_runtime(server))
+    _start(recorder)
     try:
         yield recorder
     finally:
-        mixin._lua_redis_call, mixin._lua_redis_pcall = plain_call, plain_pcall  # type: ignore[method-assign]
-        del runtime.execute
+        _stop(recorder)
