@@ -196,7 +196,7 @@ class Page:
                 self.timeline,
                 self.summary,
             ],
-            layout=w.Layout(flex="1 1 420px", min_width="420px"),
+            layout=w.Layout(flex="1 1 420px", min_width="420px", margin="0 4px 0 8px"),
         )
         self.right = w.VBox(
             [
