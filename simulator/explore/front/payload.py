@@ -144,19 +144,21 @@ def timeline_payload(
         )
         for a in names
     ]
-    span = _span_ms(outcome)
-    if index is None:
-        refused = [i for i, a in enumerate(rows[0]["admitted"]) if not a] if rows else []
-        index = refused[0] if refused else 0
-    n = len(rows[0]["t_ms"]) if rows else 0
+    caption = f"client {client}: limit {s.limit:,} per {s.window_s:g} s" if client else ""
     return {
         "rows": rows,
-        "seams_ms": [float(x) for x in seams_ms(outcome, span).tolist()],
+        "seams_ms": [float(x) for x in seams_ms(outcome, _span_ms(outcome)).tolist()],
         "limit": float(s.limit),
-        "index": int(min(max(index, 0), max(n - 1, 0))),
+        "index": _chosen(rows, index),
         "view_ms": [],  # the whole run, as the page pads it (it sends the numbers back)
         "unit": "s",
-        "caption": f"client {client}: limit {s.limit:,} per {s.window_s:g} s"
-        if client
-        else "no client",
+        "caption": caption or "no client",
     }
+
+
+def _chosen(rows: list[dict[str, Any]], index: int | None) -> int:
+    """``index`` within the first row's requests; by default its first refusal (or 0)."""
+    first = rows[0] if rows else {"t_ms": [], "admitted": []}
+    if index is None:
+        index = next((i for i, a in enumerate(first["admitted"]) if not a), 0)
+    return int(min(max(index, 0), max(len(first["t_ms"]) - 1, 0)))
