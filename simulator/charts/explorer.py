@@ -40,10 +40,13 @@ from simulator.charts import LABELS, PALETTE
 
 __all__ = ["Rows", "Marks", "marks_of", "windows_at", "ROW_PX"]
 
-#: Height of one algorithm's row in pixels (six rows and the controls fit a 1280×800 screen).
-ROW_PX = 92
+#: Height of one algorithm's row in pixels (six rows and the controls fit a 1280×800 screen),
+#: and with *large* on (a projector).
+ROW_PX, LARGE_ROW_PX = 96, 136
+#: The rows' titles (px): legible from the back of a room, on their own line above the plot.
+TITLE_PX, LARGE_TITLE_PX = 12.5, 16
 _REFUSED = "#222222"
-_MARGIN = {"top": 16, "bottom": 20, "left": 46, "right": 12}
+_MARGIN = {"top": 24, "bottom": 20, "left": 46, "right": 12}
 #: Marks kept for logs seen before (their hover texts are most of it: some 60 MB at most).
 CACHED_MARKS = 200_000
 
@@ -207,6 +210,22 @@ class Rows:
         self.window_ms = 1
         self.origin_ms = 0
         self.unit_ms, self.unit = 1000, "s"
+        self.title_px = TITLE_PX
+        self.client: str | None = None
+
+    def resize(self, large: bool) -> None:
+        """Rows and titles for a projector (``large``) or a screen."""
+        self.row_px, self.title_px = (LARGE_ROW_PX, LARGE_TITLE_PX) if large else (ROW_PX, TITLE_PX)
+        margin_top = round(2 * self.title_px)
+        for i, algorithm in enumerate(self._order):
+            row = self._rows[algorithm]
+            last = i == len(self._order) - 1
+            _update(row.figure.layout, height=f"{self.row_px + (18 if last else 0)}px")
+            _update(
+                row.figure,
+                title_style={**row.figure.title_style, "font-size": f"{self.title_px}px"},
+                fig_margin={**row.figure.fig_margin, "top": margin_top},
+            )
 
     def _row(self, algorithm: str) -> _Row:
         if algorithm in self._rows:
@@ -244,7 +263,7 @@ class Rows:
             marks=[band, limit, rule, admitted, refused],
             axes=[x_axis, y_axis],
             title=LABELS[algorithm],
-            title_style={"font-size": "10.5px", "fill": colour, "font-weight": "bold"},
+            title_style={"font-size": f"{self.title_px}px", "fill": colour, "font-weight": "bold"},
             fig_margin=dict(_MARGIN),
             animation_duration=0,
             layout=w.Layout(height=f"{self.row_px}px", width="100%"),
@@ -285,8 +304,9 @@ class Rows:
         notes: Mapping[str, str] | None = None,
     ) -> dict[str, Marks]:
         """One row per algorithm of ``frames`` with ``client``'s requests as marks; a row's
-        title is the algorithm's label and its ``notes`` (its numbers), if any."""
-        self.window_ms, self.origin_ms = window_ms, origin_ms
+        title is the algorithm's label and whose marks they are with their numbers (or its
+        ``notes``, if given)."""
+        self.window_ms, self.origin_ms, self.client = window_ms, origin_ms, client
         if span_ms is None:
             span_ms = max(
                 (int(f["t_ms"].max()) - origin_ms for f in frames.values() if len(f)), default=0
@@ -302,7 +322,8 @@ class Rows:
             row = self._row(algorithm)
             # Only the bottom row carries the axis label: it gets the room for it.
             last = i == len(frames) - 1
-            self._frame_row(row, algorithm, (notes or {}).get(algorithm), ticks, label, last)
+            note = (notes or {}).get(algorithm) or _client_note(client, m)
+            self._frame_row(row, algorithm, note, ticks, label, last)
             self._scale_row(row, m, limit, end_s)
             if row.marks is not m or row.unit_ms != self.unit_ms:
                 self._draw(row, m)
@@ -318,8 +339,12 @@ class Rows:
         """A row's title (its label and numbers) and time axis; the bottom row's with its label."""
         _update(
             row.figure,
-            title=f"{LABELS[algorithm]}: {note}" if note else LABELS[algorithm],
-            fig_margin={**_MARGIN, "bottom": 38 if last else _MARGIN["bottom"]},
+            title=f"{LABELS[algorithm]} · {note}" if note else LABELS[algorithm],
+            fig_margin={
+                **_MARGIN,
+                "top": round(2 * self.title_px),
+                "bottom": 38 if last else _MARGIN["bottom"],
+            },
         )
         _update(row.figure.layout, height=f"{self.row_px + (18 if last else 0)}px")
         _update(row.x_axis, tick_values=ticks, label=label if last else "")
@@ -370,6 +395,19 @@ class Rows:
     def figures(self) -> list[bq.Figure]:
         """The figures shown, top to bottom."""
         return [self._rows[a].figure for a in self._order]
+
+
+def _client_note(client: str | None, m: Marks) -> str:
+    """Whose marks a row shows, and their numbers: ``client 10.0.0.1: 37 requests, 30
+    admitted, most in a window 12``."""
+    if client is None:
+        return ""
+    n, admitted = len(m.allowed), int(m.allowed.sum())
+    peak = int(m.in_window.max()) if n else 0
+    return (
+        f"client {client}: {n:,} request{'s' * (n != 1)}, {admitted:,} admitted, "
+        f"most in a window {peak:,}"
+    )
 
 
 def _unit(span_ms: int) -> tuple[int, str]:

@@ -111,9 +111,13 @@ def decide(
     p = job.policy
     params = dict(p.params)
     if job.trace is not None:
-        frame = replay(
-            job.trace, p.name, p.limit, p.window_ms, backend, on_rows=on_rows, params=params
-        ).reset_index(drop=True)
+        # In time order (ties in the trace's order), as the requests were decided: an access
+        # log's lines may be a little out of order, and the time bar steps in this order.
+        frame = (
+            replay(job.trace, p.name, p.limit, p.window_ms, backend, on_rows=on_rows, params=params)
+            .sort_values("t_ms", kind="stable")
+            .reset_index(drop=True)
+        )
     else:
         scenario = Scenario(
             p.name,

@@ -1,18 +1,25 @@
 """Presets: the cases a newcomer should see first, each one click away in the explorer.
 
 Each preset is a :class:`~simulator.explore.settings.Settings` with a name, the question it
-answers, and which client to show. The first, *the boundary burst*, is the practice case of the
-card: 100 requests at second 59 and 100 more at second 61 against a limit of 100 per minute.
+answers, and which client to show - and a card the reader sees before stepping: what to *watch
+for*, what *you'll learn*, and one concrete change to *try*. The first, *the boundary burst*, is
+the practice case of the card: 100 requests at second 59 and 100 more at second 61 against a
+limit of 100 per minute. A trace's preset asks a trace's question (who is refused, do the
+algorithms agree) and shows a client the run refused (:data:`REFUSED`: picked from the run).
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simulator.explore.settings import Settings, Traffic
 
-__all__ = ["Preset", "PRESETS", "SAMPLE_TRACE", "TRY_FIRST"]
+__all__ = ["Preset", "PRESETS", "REFUSED", "SAMPLE_TRACE", "TRY_FIRST", "card_html"]
+
+#: A preset's client that the explorer picks from the run: the one refused most.
+REFUSED = "(the client refused most)"
 
 #: The access log shipped with the project, offered as the trace to replay.
 SAMPLE_TRACE = (
@@ -24,12 +31,21 @@ _NOBODY = Traffic(steady=0, poisson=0, bursts=0, on_off=0, polite=0)
 
 @dataclass(frozen=True)
 class Preset:
-    """A named case: its settings, the question it asks, and the client shown first."""
+    """A named case: its settings, the question it asks, the client shown first (or
+    :data:`REFUSED`), and its card: what to watch for, what it teaches, one change to try."""
 
     name: str
     question: str
     settings: Settings
     client: str | None = None
+    watch_for: str = ""
+    learn: str = ""
+    try_this: str = ""
+
+    def __post_init__(self) -> None:
+        for field in ("question", "watch_for", "learn", "try_this"):
+            if not getattr(self, field):
+                raise ValueError(f"Preset {self.name!r}: {field} is empty")
 
 
 PRESETS: dict[str, Preset] = {
@@ -46,6 +62,12 @@ PRESETS: dict[str, Preset] = {
                 duration_s=120.0,
             ),
             "bursts-1",
+            watch_for="the fixed window's counter starting again at second 60 while the "
+            "sliding log still holds the first 100 (step to request 101)",
+            learn="why a window aligned to the clock can let twice its limit through in two "
+            "seconds, and how the sliding counter's weighted guess narrows that",
+            try_this="set the window to 120 s: both bursts fall in one window, and every "
+            "algorithm refuses the second 100",
         ),
         Preset(
             "steady over the limit",
@@ -58,6 +80,11 @@ PRESETS: dict[str, Preset] = {
                 duration_s=40.0,
             ),
             "steady-1",
+            watch_for="the pattern of crosses: one in two evenly (a bucket) or ten in a row "
+            "once the window is full (the windows)",
+            learn="that the same average limit can refuse in blocks or spread out, and what "
+            "a client sees in Retry-After either way",
+            try_this="lower the steady rate to 0.9 req/s: nobody is refused any more",
         ),
         Preset(
             "polite clients",
@@ -70,6 +97,11 @@ PRESETS: dict[str, Preset] = {
                 duration_s=60.0,
             ),
             "polite-1",
+            watch_for="the gaps after each cross: the client waits the Retry-After it was "
+            "sent, so each algorithm sees its own requests",
+            learn="why N differs between rows, and that a precise Retry-After wastes fewer "
+            "requests than a guessed one",
+            try_this="add 3 polite clients more (traffic tab): each one keeps its own budget",
         ),
         Preset(
             "one room floods",
@@ -84,21 +116,55 @@ PRESETS: dict[str, Preset] = {
                 duration_s=20.0,
             ),
             "steady-1",
+            watch_for="the quiet rooms' rows (choose poisson-1 under client shown): never a "
+            "cross, whatever the loud room does",
+            learn="that a key per room keeps one flooding room from using the others' budget",
+            try_this="raise the limit to 30: the loud room is no longer refused either",
         ),
         Preset(
             "sample access log",
-            "Ten minutes of a real access log, limit 60 per minute per client: who is refused, "
-            "and do the algorithms agree?",
+            "Ten minutes of a real access log, limit 5 per 10 s per client: which client is "
+            "refused, when, and do the algorithms agree on it?",
             Settings(
-                limit=60,
-                window_s=60.0,
+                limit=5,
+                window_s=10.0,
                 trace=str(SAMPLE_TRACE),
                 trace_format="clf",
                 trace_span_s=600.0,
             ),
+            REFUSED,
+            watch_for="the client shown (the one the run refused most): where its requests "
+            "bunch up, and that the rows do not agree (the fixed window refuses 2, the sliding "
+            "log 3)",
+            learn="how a recorded client's real bursts meet each algorithm, in seconds from "
+            "the trace's start",
+            try_this="set the limit to 10: nobody is refused any more; then the span to 0 "
+            "(the whole trace): see who else is",
         ),
     )
 }
+
+
+def card_html(preset: Preset, visited: set[str] | frozenset[str] = frozenset()) -> str:
+    """The card of ``preset``: its question, then watch for / you'll learn / try this, and how
+    far through the presets the reader is ("2 of 5", the ones seen ticked)."""
+    names = list(PRESETS)
+    at = names.index(preset.name) + 1 if preset.name in names else 0
+    seen = len(visited | {preset.name})
+    rows = "".join(
+        f"<div><b>{label}</b> {html.escape(text)}</div>"
+        for label, text in (
+            ("watch for:", preset.watch_for),
+            ("you'll learn:", preset.learn),
+            ("try this:", preset.try_this),
+        )
+    )
+    return (
+        f'<div class="explorer-card"><div class="explorer-card-at">preset {at} of '
+        f"{len(names)} ({seen} seen)</div><b>{html.escape(preset.name)}</b>: "
+        f"{html.escape(preset.question)}{rows}</div>"
+    )
+
 
 #: The short "try this first" shown beside the presets.
 TRY_FIRST = (

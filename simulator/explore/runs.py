@@ -159,6 +159,8 @@ class Runner:
             return None, "", 0
         digest, whole = self.traces.read(settings.trace, settings.trace_format)
         trace = span_of(whole, settings.trace_from_s, settings.trace_span_s)
+        if settings.traffic.added and len(trace):
+            trace = _with_added(trace, settings.traffic.added)
         if len(trace) > self.most_requests:
             raise ConfigError(
                 f"trace file: {len(trace):,} requests in the span, at most "
@@ -318,7 +320,13 @@ class Runner:
         policy = settings.policies[algorithm]
         scripts = tuple(load(name).sha for name in policy.algorithm.scripts)
         source: Any = (
-            (digest, settings.trace_format, settings.trace_from_s, settings.trace_span_s)
+            (
+                digest,
+                settings.trace_format,
+                settings.trace_from_s,
+                settings.trace_span_s,
+                settings.traffic.added,
+            )
             if settings.trace is not None
             else (settings.traffic, settings.duration_s, settings.seed)
         )
@@ -350,6 +358,19 @@ def _job(settings: Settings, algorithm: str, trace: pd.DataFrame | None) -> Job:
         seed=settings.seed,
         trace=trace,
     )
+
+
+def _with_added(trace: pd.DataFrame, added: tuple[tuple[str, float, int], ...]) -> pd.DataFrame:
+    """A trace's span with the requests a reader added (``at_s`` from its first request)."""
+    first = int(trace["t_ms"].min())
+    extra = pd.DataFrame(
+        {
+            "t_ms": [first + round(at_s * 1000) for _, at_s, n in added for _ in range(n)],
+            "client": [c for c, _, n in added for _ in range(n)],
+        }
+    )
+    both = pd.concat([trace, extra.astype({"t_ms": trace["t_ms"].dtype})], ignore_index=True)
+    return both.sort_values("t_ms", kind="stable").reset_index(drop=True)
 
 
 def seams_ms(outcome: Outcome, until_ms: int) -> np.ndarray:

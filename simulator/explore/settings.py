@@ -70,10 +70,15 @@ class Traffic:
     off_s: float = 5.0
     polite: int = 1
     polite_rate_per_s: float = 2.0
+    #: Requests a reader added by hand: ``(client, at_s, n)``, n requests at second ``at_s``.
+    added: tuple[tuple[str, float, int], ...] = ()
 
     def __post_init__(self) -> None:
         for kind in ("steady", "poisson", "bursts", "on_off", "polite"):
             check_int("Traffic", kind, getattr(self, kind), 0, 10_000)
+        if not isinstance(self.added, tuple) or any(len(a) != 3 for a in self.added):
+            raise ConfigError(f"Traffic.added: (client, at_s, n) each, got {self.added!r}")
+        check_int("Traffic", "added", sum(n for _, _, n in self.added), 0, 100_000)
         self.clients()  # every client spec validates its own fields
 
     def clients(self) -> tuple[ClientSpec, ...]:
@@ -96,6 +101,9 @@ class Traffic:
             for n in named("on_off")
         ]
         specs += [Polite(n, rate_per_s=self.polite_rate_per_s) for n in named("polite")]
+        # A request added by hand is one more burst of the client it was added to (the same
+        # id: the same keys on the server).
+        specs += [BurstAt(c, n=n, at_s=(at_s,)) for c, at_s, n in self.added]
         return tuple(specs)
 
 
@@ -214,4 +222,4 @@ def expected_requests(settings: Settings) -> float:
         + t.polite * t.polite_rate_per_s
     )
     bursts = t.bursts * t.burst_n * sum(1 for s in t.burst_at_s if s < d)
-    return rates * d + bursts
+    return rates * d + bursts + sum(n for _, at_s, n in t.added if at_s < d)

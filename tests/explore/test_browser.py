@@ -224,11 +224,12 @@ def _voila(workdir: Path, tmp_path: Path, **cull: float) -> tuple[subprocess.Pop
 
 
 def _wait_text(page: Page, selector: str, pattern: str) -> str:
-    """The text of ``selector`` once it matches ``pattern``."""
+    """The text of ``selector`` once it matches ``pattern`` (non-breaking spaces read as
+    spaces)."""
     found = page.locator(selector).first
     deadline = time.monotonic() + WAIT_MS / 1000
     while time.monotonic() < deadline:
-        text = found.inner_text()
+        text = found.inner_text().replace("\xa0", " ")
         if re.search(pattern, text):
             return text
         page.wait_for_timeout(200)
@@ -247,7 +248,7 @@ def test_explorer_as_a_page(workdir, tmp_path):
                 assert _admitted(_summary(page)), "no summary line per algorithm"
                 assert page.get_by_text("from simulator.explore").count() == 0, "code is shown"
                 # Cause and effect on one screen: the controls and the first row in view.
-                first = page.locator(".explorer-row").first.bounding_box()
+                first = page.locator(".explorer-timeline .tl-row").first.bounding_box()
                 tabs = page.locator(".explorer .widget-tab").first.bounding_box()
                 presets = page.locator(".explorer-presets").first.bounding_box()
                 assert first and tabs and presets
@@ -256,13 +257,11 @@ def test_explorer_as_a_page(workdir, tmp_path):
                 assert first["x"] >= tabs["x"] + tabs["width"] - 1, "the figure sits beside"
                 page.get_by_role("button", name="boundary burst").click()
                 _wait_text(page, ".explorer-status", r"run 2: .* limit 100 per 60 s")
-                assert page.locator(".explorer-rows.explorer-stale").count() == 0
-                # Hovering over a mark gives its decision row.
-                page.locator(".explorer-row-sliding_log .dot").last.hover(force=True)
-                _wait_text(page, ".bqplot_tooltip_div >> visible=true", r"61\.000 s: refused")
+                assert page.locator(".explorer-timeline.explorer-stale").count() == 0
                 page.locator(".explorer-state-of select").select_option(label="sliding_log")
                 _wait_text(page, ".explorer-state", r"sliding_log at")
-                # The time bar goes to the log's first refusal: the first request of second 61.
+                # A preset starts at its first refusal (the first request of second 61), kept
+                # when another server is shown.
                 _wait_text(page, ".explorer-instant", r"request 101 of 200 at 61\.000 s")
                 for n in range(102, 107):  # five steps on, one request each
                     page.get_by_role("button", name="step ▶").click()

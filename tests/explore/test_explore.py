@@ -128,12 +128,21 @@ def _shown(explorer: Explorer, holds, timeout_s: float = 120) -> bool:
         )
 
 
+def summary_lines(value: str) -> list[str]:
+    """The summary's lines as a reader reads them (tags dropped, non-breaking spaces plain)."""
+    import html
+    import re
+
+    lines = re.findall(r'<span class="explorer-line">(.*?)</span>(?:<br>|</div>)', value)
+    return [html.unescape(re.sub(r"<[^>]+>", "", x)) for x in lines]
+
+
 def test_a_control_change_redraws_once_and_a_higher_limit_admits_as_many():
     explorer = Explorer(debounce_s=0.05)
     try:
         first = explorer.refresh()
         assert first is not None and explorer.drawn == 1
-        lines = explorer.summary.value.split("<pre>", 1)[1].split("</pre>", 1)[0].splitlines()
+        lines = summary_lines(explorer.summary.value)
         assert len(lines) == len(ALGORITHMS) and all(LINE.match(x) for x in lines), lines
         for limit in range(11, 20):  # a slider dragged: many changes, one run drawn at the end
             explorer.controls.limit.value = limit
@@ -143,9 +152,11 @@ def test_a_control_change_redraws_once_and_a_higher_limit_admits_as_many():
         assert _shown(explorer, lambda o: o.settings.limit == 19), explorer.status.value
         for name, s in explorer.outcome.summaries.items():
             assert s.admitted >= first.summaries[name].admitted
-        rows = explorer.rows.figures()
-        assert [f.title.split(":")[0] for f in rows] == [ALGORITHMS[a].label for a in ALGORITHMS]
-        assert all("most in a window" in f.title for f in rows)
+        rows = explorer.timeline.rows
+        assert [r["label"] for r in rows] == [ALGORITHMS[a].label for a in ALGORITHMS]
+        shown = explorer.controls.client.value
+        assert all(r["note"].startswith(f"client {shown}: ") for r in rows)
+        assert all("most in a window" in r["note"] for r in rows)
         assert "run " in explorer.status.value
     finally:
         explorer.close()
@@ -221,22 +232,24 @@ def test_a_step_that_disagrees_with_the_run_is_an_error():
         step_through("fixed_window", 1, 10_000, {}, "u", [0, 1], allowed=[True, True])
 
 
-def test_the_explorer_steps_through_the_shown_client_at_a_refusal():
+def test_the_explorer_keeps_the_request_chosen_across_servers_and_steps_at_a_refusal():
     from simulator.explore.presets import PRESETS
 
     explorer = Explorer(PRESETS["boundary burst"].settings)
     try:
         explorer.refresh()
-        explorer.state_of.value = "sliding_log"
-        explorer._pool.submit(lambda: None).result()  # the change of server is handled
-        assert explorer.step is not None and explorer.step.index == 100  # its first refusal
+        explorer.step_to(100)  # request 101: the first of second 61
+        for server in ("sliding_log", "token_bucket", "fixed_window", "sliding_log"):
+            explorer.state_of.value = server
+            explorer._pool.submit(lambda: None).result()  # the change of server is handled
+            assert explorer.step is not None and explorer.step.index == 100  # the moment kept
         for i in range(101, 106):
             step = explorer.step_to(i)
             assert step is not None and step.index == i and not step.allowed
         assert "rl:sl:{bursts-1}" in explorer.state.value
         assert "100 members" in explorer.state.value
         assert "Retry-After" in explorer.state.value
-        assert "request 106 of 200" in explorer.instant.value
+        assert "request 106 of 200" in explorer.instant.value.replace("&nbsp;", " ")
     finally:
         explorer.close()
 
@@ -274,7 +287,7 @@ def _error_of(explorer: Explorer, set_value) -> str:
     while "color:#b00" not in explorer.status.value and time.monotonic() < deadline:
         time.sleep(0.02)
     assert explorer.drawn == drawn
-    assert "explorer-stale" in explorer.rows.box._dom_classes  # the old figure is marked
+    assert "explorer-stale" in explorer.timeline._dom_classes  # the old figure is marked
     return explorer.status.value
 
 
@@ -372,7 +385,11 @@ def test_one_row_per_algorithm_each_request_a_mark_and_the_counted_windows():
     log = simulate(Scenario("sliding_log", 10, 10_000, 12_000, (BurstAt("u", 10, (9, 11)),)))
     rows = Rows()
     drawn = rows.show({"fixed_window": frame, "sliding_log": log}, 10, 10_000, "u", 0, 12_000)
-    assert [f.title for f in rows.figures()] == ["Fixed window (clock grid)", "Sliding log (exact)"]
+    assert [f.title for f in rows.figures()] == [  # whose marks: the client's own numbers
+        "Fixed window (clock grid) · client u: 20 requests, 20 admitted, most in a window 20",
+        "Sliding log (exact) · client u: 20 requests, 10 admitted, most in a window 10",
+    ]
+    assert all(float(f.title_style["font-size"].rstrip("px")) >= 12 for f in rows.figures())
     fixed, exact = rows._rows["fixed_window"], rows._rows["sliding_log"]
     assert len(fixed.admitted.x) == 20 and len(fixed.refused.x) == 0
     assert len(exact.admitted.x) == 10 and len(exact.refused.x) == 10
