@@ -45,12 +45,22 @@ explorer
 #   the sample access log. The tabs under them hold every control: the limiter (algorithms,
 #   limit, window, each algorithm's own parameters, the backend), the traffic mix, and the
 #   source (duration and seed, or a trace file and the span of it to replay).
-# - **One row per algorithm** (middle), on one time axis: each request of the client shown is a
-#   mark at the number that client had admitted in the trailing window (dot: admitted, cross:
-#   refused), against the dashed limit. Hover over a mark for its decision.
-# - **The time bar** (play, step back, step on): at the chosen request every row shades the
-#   window its algorithm counts, and the right column shows **what the server holds** for that
-#   client before and after the script ran (values, sorted-set members with their scores, hash
-#   fields, PTTL), the script's reply, the header fields sent and the exact log's count.
-# - **A summary line per algorithm** under the rows: admitted A of N, the most one client got
-#   in any window, and how many requests it admitted or refused where the exact log would not.
+# - **A card per preset** (above the rows): what to *watch for*, what *you'll learn*, and one
+#   change to *try*; "preset 2 of 5" says how far through them you are.
+# - **One row per algorithm** (middle), on one time axis, titled above it with whose marks they
+#   are: each request of the client shown is a mark at the number that client had admitted in
+#   the trailing window (dot: admitted, cross: refused), against the dashed limit, which you can
+#   drag. Requests at the same instant stand side by side, so the 100 at second 59 are 100 marks.
+#   Click on a row's axis to add a request (shift: a burst); every algorithm decides again.
+# - **Stepping, in the page**: step, scrub, play at a chosen speed, jump to the next seam,
+#   refusal or disagreement (and back), and the *seam view* (about ±2 s, in ms). At the chosen
+#   request every row shades the window its algorithm counts, and the right column shows **what
+#   the server holds** for that client before and after the script ran, the script's reply, the
+#   header fields sent and the exact log's count; *beside it* puts a second server next to it.
+# - **why?** opens, for the chosen request, the script's lines that ran, each `redis.call` with
+#   its reply, and the arithmetic with the server's own numbers. *predict* hides the outcome
+#   until you say admit or refuse, and keeps a score.
+# - **A summary line per algorithm**: admitted A of N, the most one client got in any window, and
+#   how many requests it admitted or refused where the exact log would not.
+# - **The address** carries the preset, the settings and the request (a link reopens the same
+#   view in the served page); *export* writes the run as one HTML file that steps without a kernel.
