@@ -135,6 +135,7 @@ def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> 
 
 def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     """The baseline and the candidates the command line names, checked before anything is read."""
+    from simulator.backends.choice import default_backend
     from simulator.comparison import load_candidates, parse_spec
     from simulator.comparison.spec import resolve_candidates
 
@@ -146,6 +147,10 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
         raise UsageError("give at least one --candidate SPEC or --candidates FILE.toml")
     resolve_candidates(baseline, candidates)  # a label given twice, before anything is read
     _check_outputs(args)
+    if args.backend is None:  # --backend not named: the fastest that decides alike
+        args.backend = default_backend(
+            [c.policy.algorithm for c in (baseline, *candidates)], dask=args.scheduler is not None
+        ).announce()
     if not args.backend.virtual_time and args.scheduler is not None:
         raise UsageError(
             "--scheduler runs shards on fake servers of their own; on a real server (--backend) "
@@ -380,5 +385,6 @@ def register(sub: Any) -> None:
         "serial; default: here, one after another",
     )
     add_backend_options(p)
+    p.set_defaults(backend=None)  # not named: simulator.backends.choice picks (first line says)
     add_script_option(p)
     p.set_defaults(func=cmd_compare)

@@ -29,9 +29,13 @@ __all__ = ["register", "cmd_replay"]
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
+    from simulator.backends.choice import default_backend
     from simulator.cli.runs import OutputError, check_output
     from simulator.playback.spool import SpoolError
 
+    if args.backend is None:  # --backend not named: the fastest that decides alike
+        algorithm = ALGORITHMS[args.algorithm]
+        args.backend = default_backend([algorithm], dask=args.shards > 1).announce()
     try:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
@@ -250,6 +254,7 @@ def register(sub: Any) -> None:
     )
     add_param_option(p)
     add_backend_options(p)
+    p.set_defaults(backend=None)  # not named: simulator.backends.choice picks (first line says)
     p.add_argument(
         "--pipeline",
         type=positive_int,

