@@ -102,5 +102,5 @@ def default_backend(algorithms: Sequence[Timed], *, shards: bool = False) -> Bac
     return BackendChoice(
         resolve_spec("valkey"),
         f"{', '.join(names)} {verb} time from now_ms in ARGV, so the embedded Valkey decides as "
-        "the fake the fake server does, faster (--backend fakeredis forces the fake server)",
+        "the fake server does, faster (--backend fakeredis forces the fake server)",
     )
