@@ -206,6 +206,16 @@ def test_the_token_bucket_loses_the_fraction_of_a_token_at_each_admitted_request
     assert gcra(*args, 2) == [True, True, True, True, True]
 
 
+def test_the_sliding_window_rounds_the_previous_windows_weight_down_in_floating_point():
+    """5 per 10 s: five at 0 s, five at 18 s, where the first five weigh 5 x 0.2 = 1 exactly;
+    ``1 - 0.8`` is 0.19999999999999996 in floating point, so the library floors 0.99999 to 0
+    and admits all five, where the built-in counter (and exact arithmetic) admits four."""
+    times = [0] * 5 + [18_000] * 5
+    args = (times, ["u"] * 10, [1] * 10, 5, 10_000)
+    assert sum(run("throttled.sliding_window", *args)) == 10
+    assert sum(run("sliding_counter", *args)) == 9
+
+
 def _library_files() -> dict[str, str]:
     hashes = {}
     for package in (throttled, pyrate_limiter):
