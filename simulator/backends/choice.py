@@ -25,7 +25,13 @@ from typing import Protocol
 
 from simulator.backends.specs import BackendSpec, resolve_spec
 
-__all__ = ["BackendChoice", "default_backend", "reads_server_clock", "valkey_available"]
+__all__ = [
+    "BackendChoice",
+    "SHORTEST_WINDOW_MS",
+    "default_backend",
+    "reads_server_clock",
+    "valkey_available",
+]
 
 #: A script's call of the server's clock: ``redis.call('TIME')``, ``redis.pcall("time")``.
 _TIME_CALL = re.compile(r"""redis\s*\.\s*p?call\s*\(\s*['"]time['"]""", re.IGNORECASE)
@@ -81,11 +87,21 @@ def reads_server_clock(algorithm: Timed) -> str | None:
     return None
 
 
-def default_backend(algorithms: Sequence[Timed], *, shards: bool = False) -> BackendChoice:
+#: The shortest window sent to Valkey by default: a key's TTL there runs on the wall clock, and
+#: a run on a busy machine may take longer than a window of a few ms between two uses of a key
+#: (the replay's ExpiryWatch says so after the fact); on the fake server it cannot happen.
+SHORTEST_WINDOW_MS = 1_000
+
+
+def default_backend(
+    algorithms: Sequence[Timed], *, shards: bool = False, window_ms: int | None = None
+) -> BackendChoice:
     """The fastest backend that gives ``algorithms`` the decisions of the fake server: the
     embedded Valkey when none of them reads the server's clock, the fake server otherwise.
     ``shards``: a replay split into shards, each on a fake server of its own (``replay
-    --shards``; a comparison's shards on Dask each start a Valkey of their own instead)."""
+    --shards``; a comparison's shards on Dask each start a Valkey of their own instead).
+    ``window_ms``: the shortest window of the run (under :data:`SHORTEST_WINDOW_MS`: the fake
+    server)."""
     fake = resolve_spec("fakeredis")
     for algorithm in algorithms:
         why = reads_server_clock(algorithm)
@@ -93,6 +109,12 @@ def default_backend(algorithms: Sequence[Timed], *, shards: bool = False) -> Bac
             return BackendChoice(
                 fake, f"{algorithm.name}: {why}; the fake server's clock is the simulation's"
             )
+    if window_ms is not None and window_ms < SHORTEST_WINDOW_MS:
+        return BackendChoice(
+            fake,
+            f"a window of {window_ms} ms: on a real server a key's TTL runs on the wall clock, "
+            "and a slow stretch of the run could outlast it",
+        )
     if shards:
         return BackendChoice(fake, "--shards replays every shard on a fake server of its own")
     if not valkey_available():

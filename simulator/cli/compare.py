@@ -148,8 +148,9 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     resolve_candidates(baseline, candidates)  # a label given twice, before anything is read
     _check_outputs(args)
     if args.backend is None:  # --backend not named: the fastest that decides alike
+        everyone = (baseline, *candidates)
         args.backend = default_backend(
-            [c.policy.algorithm for c in (baseline, *candidates)]
+            [c.policy.algorithm for c in everyone], window_ms=min(c.window_ms for c in everyone)
         ).announce()
     if args.backend.foreign and args.scheduler is not None:
         raise UsageError(

@@ -35,7 +35,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     if args.backend is None:  # --backend not named: the fastest that decides alike
         algorithm = ALGORITHMS[args.algorithm]
-        args.backend = default_backend([algorithm], shards=args.shards > 1).announce()
+        window_ms = round(args.window * 1000)
+        args.backend = default_backend(
+            [algorithm], shards=args.shards > 1, window_ms=window_ms
+        ).announce()
     try:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:

@@ -28,6 +28,8 @@ def test_a_clock_free_algorithm_goes_to_valkey_and_echomq_stays():
     assert chosen.spec.kind == "valkey" and "now_ms in ARGV" in chosen.reason
     kept = default_backend([ALGORITHMS["sliding_log"], ALGORITHMS["echomq"]])
     assert kept.spec.kind == "fakeredis" and kept.reason.startswith("echomq: ")
+    short = default_backend([ALGORITHMS["sliding_log"]], window_ms=500)
+    assert short.spec.kind == "fakeredis" and "a window of 500 ms" in short.reason
     sharded = default_backend([ALGORITHMS["sliding_log"]], shards=True)
     assert sharded.spec.kind == "fakeredis" and "--shards" in sharded.reason
 
