@@ -74,11 +74,14 @@ def valkey_available() -> bool:
 def reads_server_clock(algorithm: Timed) -> str | None:
     """Why ``algorithm`` must stay on the fake server (its decisions follow the server's clock,
     or may: a user's script not known to end quickly), or None when they do not."""
+    simulated = "; the fake server's clock is the simulation's"
     if algorithm.uses_server_time:
-        return "its decisions follow the server's clock (a key's TTL or the server's TIME)"
+        return (
+            "its decisions follow the server's clock (a key's TTL or the server's TIME)" + simulated
+        )
     source = getattr(algorithm, "source", None)
     if isinstance(source, str) and _TIME_CALL.search(source):
-        return "its script reads the server's TIME"
+        return "its script reads the server's TIME" + simulated
     if not algorithm.vetted:
         return (
             "a user's script, whose reads are not known and which only the fake server holds "
@@ -106,9 +109,7 @@ def default_backend(
     for algorithm in algorithms:
         why = reads_server_clock(algorithm)
         if why is not None:
-            return BackendChoice(
-                fake, f"{algorithm.name}: {why}; the fake server's clock is the simulation's"
-            )
+            return BackendChoice(fake, f"{algorithm.name}: {why}")
     if window_ms is not None and window_ms < SHORTEST_WINDOW_MS:
         return BackendChoice(
             fake,
