@@ -28,11 +28,16 @@ from simulator.backends.specs import BackendSpec, resolve_spec
 __all__ = [
     "BackendChoice",
     "SHORTEST_WINDOW_MS",
+    "VALKEY_LACKS",
     "default_backend",
     "reads_server_clock",
     "valkey_available",
 ]
 
+#: Server commands an algorithm may call directly that the embedded Valkey has not (Redis 8.8's
+#: bounded increment; the fake server has it). ``cli.args.without_commands`` asks the server
+#: itself once one runs; the choice, made before any server starts, goes by this list.
+VALKEY_LACKS = frozenset({"INCREX"})
 #: A script's call of the server's clock: ``redis.call('TIME')``, ``redis.pcall("time")``.
 _TIME_CALL = re.compile(r"""redis\s*\.\s*p?call\s*\(\s*['"]time['"]""", re.IGNORECASE)
 
@@ -43,6 +48,7 @@ class Timed(Protocol):
     name: str
     uses_server_time: bool
     vetted: bool
+    commands: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,8 @@ def valkey_available() -> bool:
 
 def reads_server_clock(algorithm: Timed) -> str | None:
     """Why ``algorithm`` must stay on the fake server (its decisions follow the server's clock,
-    or may: a user's script not known to end quickly), or None when they do not."""
+    or may: a user's script not known to end quickly; it calls a command Valkey has not), or
+    None when nothing keeps it there."""
     simulated = "; the fake server's clock is the simulation's"
     if algorithm.uses_server_time:
         return (
@@ -82,6 +89,9 @@ def reads_server_clock(algorithm: Timed) -> str | None:
     source = getattr(algorithm, "source", None)
     if isinstance(source, str) and _TIME_CALL.search(source):
         return "its script reads the server's TIME" + simulated
+    lacking = sorted(VALKEY_LACKS.intersection(algorithm.commands))
+    if lacking:
+        return f"it calls {', '.join(lacking)}, which the embedded Valkey has not"
     if not algorithm.vetted:
         return (
             "a user's script, whose reads are not known and which only the fake server holds "

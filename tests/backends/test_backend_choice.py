@@ -28,6 +28,8 @@ def test_a_clock_free_algorithm_goes_to_valkey_and_echomq_stays():
     assert chosen.spec.kind == "valkey" and "now_ms in ARGV" in chosen.reason
     kept = default_backend([ALGORITHMS["sliding_log"], ALGORITHMS["echomq"]])
     assert kept.spec.kind == "fakeredis" and kept.reason.startswith("echomq: ")
+    increx = default_backend([ALGORITHMS["sliding_log"], ALGORITHMS["increx"]])
+    assert increx.spec.kind == "fakeredis" and "INCREX" in increx.reason
     short = default_backend([ALGORITHMS["sliding_log"]], window_ms=500)
     assert short.spec.kind == "fakeredis" and "a window of 500 ms" in short.reason
     sharded = default_backend([ALGORITHMS["sliding_log"]], shards=True)
@@ -36,7 +38,7 @@ def test_a_clock_free_algorithm_goes_to_valkey_and_echomq_stays():
 
 def test_a_script_calling_time_reads_the_server_clock():
     class Script:
-        name, uses_server_time, vetted = "mine", False, True
+        name, uses_server_time, vetted, commands = "mine", False, True, ()
         source = "local now = redis.call( 'time' )[1]\nreturn {1}"
 
     assert reads_server_clock(Script()).startswith("its script reads the server's TIME; ")
