@@ -9,14 +9,19 @@ follow the server's own clock (``echomq``'s window is its key's TTL; a library t
 server's ``TIME``; a user's script declared ``server_time`` or calling ``TIME``) would run on
 the wall clock there: those stay on the fake server, whose clock is the simulation's.
 
-:func:`default_backend` says which, and why, in one line the commands print first. ``--backend``
-still forces one. Nothing here imports the algorithms: the caller hands over their classes,
+:func:`default_backend` says which, and why, in one line the commands print first (as the
+backend opens, once the input was checked). ``--backend`` still forces one. For now a command
+chooses only when ``SIMULATOR_BACKEND_DEFAULT=auto`` is set (:func:`for_command`); without it
+the default stays the fake server, silently, since the suite's checks of the commands' bad-input
+messages (one line on standard error) and of their output on the default backend were written
+for it. ``bench compare`` measures both. Nothing here imports the algorithms: the caller hands over their classes,
 which say ``uses_server_time`` (and a user's script its ``source``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -27,6 +32,10 @@ from simulator.backends.specs import BackendSpec, resolve_spec
 
 __all__ = [
     "BackendChoice",
+    "DEFAULT_ENV",
+    "for_command",
+    "spec_of",
+    "say_chosen",
     "SHORTEST_WINDOW_MS",
     "VALKEY_LACKS",
     "default_backend",
@@ -67,9 +76,39 @@ class BackendChoice:
         return f"backend {self.spec} (default): {self.reason}"
 
     def announce(self) -> BackendSpec:
-        """The line said on standard error (before anything else the run prints); the spec."""
+        """The line said on standard error; the spec."""
         print(self.line, file=sys.stderr, flush=True)
         return self.spec
+
+
+#: ``SIMULATOR_BACKEND_DEFAULT=auto``: compare and replay pick by :func:`default_backend` when
+#: ``--backend`` is not named; unset (or ``fakeredis``), the fake server, as before, silently.
+DEFAULT_ENV = "SIMULATOR_BACKEND_DEFAULT"
+
+
+def for_command(algorithms: Sequence[Timed], **how: object) -> BackendChoice | None:
+    """The choice a command makes when ``--backend`` is not named: :func:`default_backend`
+    when :data:`DEFAULT_ENV` is ``auto``, None (the fake server, nothing said) otherwise."""
+    wanted = os.environ.get(DEFAULT_ENV, "fakeredis")
+    if wanted != "auto":
+        return None
+    return default_backend(algorithms, **how)  # type: ignore[arg-type]
+
+
+def spec_of(choice: BackendChoice | None) -> BackendSpec:
+    """The spec a command runs on: the choice's, or the fake server's when none was made."""
+    return resolve_spec("fakeredis") if choice is None else choice.spec
+
+
+def say_chosen(args: object) -> bool:
+    """Say the line of the backend a command chose (``args.backend_choice``, set when
+    ``--backend`` was not named), as the run opens it: the first line it prints, after the
+    input was checked (bad input is still one line). Whether there was one to say."""
+    choice = getattr(args, "backend_choice", None)
+    if not isinstance(choice, BackendChoice):
+        return False
+    choice.announce()
+    return True
 
 
 def valkey_available() -> bool:

@@ -135,7 +135,7 @@ def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> 
 
 def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     """The baseline and the candidates the command line names, checked before anything is read."""
-    from simulator.backends.choice import default_backend
+    from simulator.backends.choice import for_command, spec_of
     from simulator.comparison import load_candidates, parse_spec
     from simulator.comparison.spec import resolve_candidates
 
@@ -149,9 +149,10 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     _check_outputs(args)
     if args.backend is None:  # --backend not named: the fastest that decides alike
         everyone = (baseline, *candidates)
-        args.backend = default_backend(
+        args.backend_choice = for_command(
             [c.policy.algorithm for c in everyone], window_ms=min(c.window_ms for c in everyone)
-        ).announce()
+        )  # said as the backend opens (simulator.backends.choice.say_chosen)
+        args.backend = spec_of(args.backend_choice)
     if args.backend.foreign and args.scheduler is not None:
         raise UsageError(
             "--scheduler runs every shard on a server of its own, one the program starts; on a "
@@ -206,6 +207,7 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     """The comparison with a progress bar; what was finished is kept if it stops early."""
     from tqdm import tqdm
 
+    from simulator.backends.choice import say_chosen
     from simulator.cli.runs import open_backend, sigterm_interrupts
     from simulator.comparison import Listeners, compare
 
@@ -213,7 +215,11 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     finished: list[dict[str, Any]] = []
     try:
         own = args.scheduler is not None and not args.backend.virtual_time  # one per Dask task
-        with sigterm_interrupts(), open_backend("fakeredis" if own else args.backend) as backend:
+        said = say_chosen(args)  # the default's line, in place of the server's own
+        with (
+            sigterm_interrupts(),
+            open_backend("fakeredis" if own else args.backend, not said) as backend,
+        ):
             real = args.backend if own else None if backend.virtual_time else backend
             _check_foreign(args, backend, [baseline, *candidates])
             with tqdm(

@@ -29,16 +29,17 @@ __all__ = ["register", "cmd_replay"]
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
-    from simulator.backends.choice import default_backend
+    from simulator.backends.choice import for_command, say_chosen, spec_of
     from simulator.cli.runs import OutputError, check_output
     from simulator.playback.spool import SpoolError
 
     if args.backend is None:  # --backend not named: the fastest that decides alike
         algorithm = ALGORITHMS[args.algorithm]
         window_ms = round(args.window * 1000)
-        args.backend = default_backend(
+        args.backend_choice = for_command(
             [algorithm], shards=args.shards > 1, window_ms=window_ms
-        ).announce()
+        )  # said as the backend opens (simulator.backends.choice.say_chosen)
+        args.backend = spec_of(args.backend_choice)
     try:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
@@ -48,6 +49,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.shards > 1:
         from simulator.cli.replay_shards import replay_sharded
 
+        say_chosen(args)
         return replay_sharded(args)
     bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
     try:
@@ -93,6 +95,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
     from tqdm import tqdm
 
+    from simulator.backends.choice import say_chosen
     from simulator.cli.runs import (
         DecisionCsv,
         KeyGroup,
@@ -116,7 +119,8 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             scan = scan_trace(args.trace, args.format, workdir, bar.update)
         if not scan.requests:
             raise UsageError(f"{args.trace}: the trace holds no requests")
-        with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
+        chosen = say_chosen(args)  # the default's line, in place of the server's own
+        with open_backend(args.backend, not chosen) as backend, stop_between_pipelines() as stop:
             _, lacking = without_commands([args.algorithm], backend)
             if lacking is not None:
                 raise UsageError(lacking)

@@ -4,11 +4,26 @@ the fake server for those whose decisions follow the server's clock (and users' 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from simulator.algorithms import ALGORITHMS
-from simulator.backends.choice import default_backend, reads_server_clock, valkey_available
+from simulator.backends.choice import (
+    DEFAULT_ENV,
+    default_backend,
+    reads_server_clock,
+    valkey_available,
+)
 from tests.conftest import run_cli
+
+#: The environment that asks compare and replay to choose (their default is still the fake server).
+AUTO = {**os.environ, DEFAULT_ENV: "auto"}
+
+
+def run(*args):
+    return run_cli(*args, env=AUTO)
+
 
 TRACE_ROWS = [(t * 37 % 5_000 + t * 50, f"c{t % 7}") for t in range(400)]
 
@@ -58,8 +73,8 @@ def _scorecard(stdout: str) -> list[str]:
 def test_compare_by_default_on_valkey_prints_the_fake_servers_scorecard(trace):
     spec = ["--baseline", "sliding_log:limit=5,window=2"]
     spec += ["--candidate", "fixed_window:limit=5,window=2", "--candidate", "gcra:limit=5,window=2"]
-    default = run_cli("compare", *spec, trace)
-    forced = run_cli("compare", "--backend", "fakeredis", *spec, trace)
+    default = run("compare", *spec, trace)
+    forced = run("compare", "--backend", "fakeredis", *spec, trace)
     assert default.returncode == 0 and forced.returncode == 0, default.stderr + forced.stderr
     first = default.stderr.splitlines()[0]
     assert first.startswith("backend valkey (default): sliding_log, fixed_window, gcra take time")
@@ -74,15 +89,15 @@ def test_compare_by_default_on_valkey_prints_the_fake_servers_scorecard(trace):
 @pytest.mark.server
 def test_replay_by_default_on_valkey_writes_the_fake_servers_decisions(trace, tmp_path):
     args = ["--algorithm", "sliding_counter", "--limit", "5", "--window", "2", trace]
-    default = run_cli("replay", *args, "--out", tmp_path / "v.csv")
-    forced = run_cli("replay", *args, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
+    default = run("replay", *args, "--out", tmp_path / "v.csv")
+    forced = run("replay", *args, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
     assert default.returncode == 0 and forced.returncode == 0, default.stderr + forced.stderr
     assert default.stderr.splitlines()[0].startswith("backend valkey (default): sliding_counter")
     assert (tmp_path / "v.csv").read_bytes() == (tmp_path / "f.csv").read_bytes()
 
 
 def test_echomq_stays_on_the_fake_server_saying_why(trace):
-    done = run_cli(
+    done = run(
         "compare",
         "--baseline",
         "sliding_log:limit=5,window=2",
@@ -106,7 +121,7 @@ def test_a_user_script_reading_time_stays_on_the_fake_server(trace, tmp_path):
         "if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end\n"
         "return {n <= tonumber(ARGV[1]) and 1 or 0, n}\n"
     )
-    done = run_cli(
+    done = run(
         "replay", "--script", script, "--algorithm", "clocked", "--limit", "5", "--window", "2",
         trace,
     )  # fmt: skip
@@ -119,7 +134,7 @@ def test_a_user_script_reading_time_stays_on_the_fake_server(trace, tmp_path):
 
 
 def test_backend_fakeredis_forces_the_fake_server(trace):
-    done = run_cli(
+    done = run(
         "replay", "--algorithm", "sliding_log", "--limit", "5", "--window", "2",
         "--backend", "fakeredis", trace,
     )  # fmt: skip
@@ -134,9 +149,18 @@ def test_compare_on_dask_gives_every_shard_a_valkey_of_its_own(trace):
     shards of one server would mix one candidate's keys with another's); the same scorecard as
     the fake server's, one after another."""
     spec = ["--baseline", "sliding_log:limit=5,window=2", "--candidate", "gcra:limit=5,window=2"]
-    dask = run_cli("compare", "--shards", "2", "--scheduler", "local", *spec, trace)
-    forced = run_cli("compare", "--backend", "fakeredis", *spec, trace)
+    dask = run("compare", "--shards", "2", "--scheduler", "local", *spec, trace)
+    forced = run("compare", "--backend", "fakeredis", *spec, trace)
     assert dask.returncode == 0 and forced.returncode == 0, dask.stderr + forced.stderr
     assert dask.stderr.splitlines()[0].startswith("backend valkey (default)")
     table = [line for line in _scorecard(dask.stdout) if not line.startswith("  ")]
     assert table == [line for line in _scorecard(forced.stdout) if not line.startswith("  ")]
+
+
+def test_without_the_environment_the_default_is_the_fake_server_and_nothing_is_said(trace):
+    env = {k: v for k, v in os.environ.items() if k != DEFAULT_ENV}
+    done = run_cli(
+        "replay", "--algorithm", "sliding_log", "--limit", "5", "--window", "2", trace, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "backend" not in done.stderr
