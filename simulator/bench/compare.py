@@ -1,12 +1,19 @@
-"""``bench compare``: four candidates scored over a large synthetic access log, serial vs Dask.
+"""``bench compare``: four candidates over a large synthetic access log, on the default backend
+and on the fake server, one process and then two Dask workers.
 
 A synthetic access log (:mod:`simulator.comparison.synthetic`: Zipf clients, a diurnal rate,
-bursts; ``--decisions N`` x 500 lines, 5,000,000 by default) is compared with a baseline and four
-candidates, each a child process of its own: once here, one task after another (one shard), and
-once split into two shards on a LocalCluster of two worker processes (started before the clock
-starts). Each child prints its wall time, decisions per second (requests x configurations) and
-its peak resident memory (``VmHWM``), and the Dask child the workers' peaks too (each task
-reports its own process's); the two scorecards are compared. Nothing is asserted about time.
+bursts; ``bench compare --decisions N`` makes N x 500 lines, 5,000,000 by default, and
+``python -m simulator.bench.compare_runs --lines N`` any length, for trying) is compared with a baseline and four candidates, each
+run a child process of its own. The backend is the one ``compare`` picks when ``--backend`` is
+not named (:func:`simulator.backends.choice.default_backend`: the embedded Valkey for these
+candidates, which take their time from ``now_ms``), beside the fake server: here, one task after
+another (one shard), and split into two shards on a LocalCluster of two worker processes
+(started before the clock starts; on Valkey every task starts a server of its own). Each child
+says its wall time, decisions per second (requests x configurations), its own peak resident
+memory (``VmHWM``), the workers' peak (each task reports its process's) and the peak of the
+valkey-server it ran on (serial). The scorecards' decision columns must be equal, the server's
+own figures (CPU, ``MEMORY USAGE``) aside: a bench that finds them unequal stops. Nothing is
+asserted about time.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["bench_compare", "BASELINE", "CANDIDATES"]
+__all__ = ["bench_compare", "BASELINE", "CANDIDATES", "SERVER_COLUMNS", "LINES"]
 
 BASELINE = "fixed_window:limit=100,window=60"
 CANDIDATES = (
@@ -29,39 +36,22 @@ CANDIDATES = (
     "token_bucket:limit=100,window=60,burst=20",
     "gcra:limit=100,window=60,burst=20",
 )
+#: The log's length by default.
+LINES = 5_000_000
+#: What only a real server measures: left out of the scorecards compared.
+SERVER_COLUMNS = ("bytes_per_client_on_server", "server_cpu_us_per_decision")
 
 _CHILD = """
-import json, sys, time
-from simulator.bench.compare import BASELINE, CANDIDATES
-from simulator.comparison import Listeners, compare
-from simulator.comparison.score import _peak_rss_kb
-
-path, workers, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-workers_kb = []
-if workers:
-    from simulator.engine.workers import dask_client
-    with dask_client("local", workers=workers) as client:
-        client.wait_for_workers(workers)
-        start = time.perf_counter()
-        score, _ = compare(path, BASELINE, list(CANDIDATES), fmt="clf", shards=workers,
-                           scheduler=client,
-                           listeners=Listeners(on_task=lambda p: workers_kb.append(p.peak_rss_kb)))
-        wall = time.perf_counter() - start
-else:
-    start = time.perf_counter()
-    score, _ = compare(path, BASELINE, list(CANDIDATES), fmt="clf")
-    wall = time.perf_counter() - start
-score.to_csv(out, index=False)
-print(json.dumps({"wall_s": wall, "requests": int(score["requests"].iloc[0]),
-                  "configurations": len(score), "peak_kb": _peak_rss_kb(),
-                  "workers_kb": max(workers_kb) if workers_kb else 0}))
+import json, sys
+from simulator.bench.compare_runs import run
+print(json.dumps(run(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4])))
 """
 
 
-def _child(path: Path, workers: int, out: Path) -> dict:
+def _child(path: Path, backend: str, workers: int, out: Path) -> dict:
     env = {**os.environ, "TQDM_DISABLE": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), str(workers), str(out)],
+        [sys.executable, "-c", _CHILD, str(path), backend, str(workers), str(out)],
         capture_output=True, text=True, env=env, check=False,
     )  # fmt: skip
     if done.returncode != 0:
@@ -70,17 +60,38 @@ def _child(path: Path, workers: int, out: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def bench_compare(decisions: int = 10_000, out: Callable[[str], None] = print) -> None:
+def _decisions(path: Path) -> str:
+    """The scorecard's CSV without the server's own measurements, to compare byte for byte."""
+    import pandas as pd
+
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return frame.drop(columns=list(SERVER_COLUMNS)).to_csv(index=False)
+
+
+def _mb(kb: int) -> str:
+    return f"{kb / 1024:,.0f} MB" if kb else "-"
+
+
+def bench_compare(
+    decisions: int = LINES // 500, out: Callable[[str], None] = print, lines: int | None = None
+) -> None:
+    """The bench over a log of ``decisions`` x 500 lines (``lines``, when given)."""
+    from simulator.algorithms import ALGORITHMS
+    from simulator.backends.choice import default_backend
     from simulator.comparison.synthetic import SyntheticLog, write_log
 
-    lines = decisions * 500
+    lines = decisions * 500 if lines is None else lines
+    names = [BASELINE, *CANDIDATES]
+    choice = default_backend([ALGORITHMS[s.split(":")[0]] for s in names])
     shape = SyntheticLog(lines, clients=max(1000, lines // 25), seed=1)
+    out(choice.line)
     out(
         f"compare: a synthetic access log of {lines:,} lines ({shape.clients:,} Zipf clients, "
         f"s={shape.zipf}, {shape.rate_per_s:g} req/s diurnal, bursts), baseline {BASELINE} and "
-        f"{len(CANDIDATES)} candidates (real Lua on fakeredis); {os.cpu_count()} cores, load "
-        f"average {os.getloadavg()[0]:.2f} at the start"
+        f"{len(CANDIDATES)} candidates; {os.cpu_count()} cores, load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the start"
     )
+    backends = list(dict.fromkeys([choice.spec.text, "fakeredis"]))
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
         log = Path(tmp) / "synthetic.log"
         start = time.perf_counter()
@@ -88,20 +99,44 @@ def bench_compare(decisions: int = 10_000, out: Callable[[str], None] = print) -
         out(
             f"log written in {time.perf_counter() - start:.1f} s ({log.stat().st_size / 1e6:,.0f} MB)"
         )
-        runs = {
-            "serial, 1 shard": _child(log, 0, Path(tmp) / "serial.csv"),
-            "2 shards, 2 workers": _child(log, 2, Path(tmp) / "dask.csv"),
-        }
-        same = (Path(tmp) / "serial.csv").read_bytes() == (Path(tmp) / "dask.csv").read_bytes()
-    out(f"{'where':<20} {'wall s':>8} {'decisions/s':>12} {'peak RSS':>9} {'worker peak':>12}")
-    for name, r in runs.items():
-        rate = r["requests"] * r["configurations"] / r["wall_s"]
-        worker = f"{r['workers_kb'] / 1024:,.0f} MB" if r["workers_kb"] else ""
+        runs: dict[tuple[str, int], dict] = {}
+        cards: dict[tuple[str, int], str] = {}
+        for backend in backends:
+            for workers in (0, 2):
+                csv = Path(tmp) / f"{backend}-{workers}.csv"
+                runs[backend, workers] = _child(log, backend, workers, csv)
+                cards[backend, workers] = _decisions(csv)
+                _row(out, backend, workers, runs[backend, workers], first=len(runs) == 1)
+    first = next(iter(cards.values()))
+    unequal = [f"{b}, {w} workers" for (b, w), card in cards.items() if card != first]
+    if unequal:
+        raise AssertionError(f"bench compare: the scorecards differ ({', '.join(unequal)})")
+    _ratios(out, runs, backends)
+
+
+def _row(out: Callable[[str], None], backend: str, workers: int, r: dict, first: bool) -> None:
+    if first:
         out(
-            f"{name:<20} {r['wall_s']:>8.1f} {rate:>12,.0f} {r['peak_kb'] / 1024:>6,.0f} MB {worker:>12}"
+            f"{'backend':<10} {'where':<20} {'wall s':>8} {'decisions/s':>12} {'peak RSS':>9} "
+            f"{'worker peak':>12} {'server peak':>12}"
         )
-    speedup = runs["serial, 1 shard"]["wall_s"] / runs["2 shards, 2 workers"]["wall_s"]
+    rate = r["requests"] * r["configurations"] / r["wall_s"]
+    where = "2 shards, 2 workers" if workers else "serial, 1 shard"
     out(
-        f"speed-up serial -> 2 workers: {speedup:.2f}x; same scorecard: {same}; load average at "
-        f"the end {os.getloadavg()[0]:.2f}"
+        f"{backend:<10} {where:<20} {r['wall_s']:>8.1f} {rate:>12,.0f} {_mb(r['peak_kb']):>9} "
+        f"{_mb(r['workers_kb']):>12} {_mb(r['server_kb']):>12}"
     )
+
+
+def _ratios(out: Callable[[str], None], runs: dict, backends: list[str]) -> None:
+    wall = {k: r["wall_s"] for k, r in runs.items()}
+    for backend in backends:
+        out(f"{backend}: serial -> 2 workers {wall[backend, 0] / wall[backend, 2]:.2f}x")
+    if len(backends) == 2:
+        fast, fake = backends
+        for workers in (0, 2):
+            out(
+                f"{fast} against fakeredis, {workers or 1} worker(s): "
+                f"{wall[fake, workers] / wall[fast, workers]:.2f}x faster"
+            )
+    out(f"same scorecard everywhere: True; load average at the end {os.getloadavg()[0]:.2f}")

@@ -28,6 +28,7 @@ TWINS = {
     "sliding_window_counter": "sliding_counter",
     "sliding_window": "sliding_counter",
     "token_bucket": "token_bucket",
+    "leaking_bucket": "token_bucket",
     "gcra": "gcra",
 }
 

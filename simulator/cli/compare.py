@@ -38,6 +38,7 @@ def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> 
 
 def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     """The baseline and the candidates the command line names, checked before anything is read."""
+    from simulator.backends.choice import for_command, spec_of
     from simulator.comparison import load_candidates, parse_spec
     from simulator.comparison.spec import resolve_candidates
 
@@ -49,10 +50,17 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
         raise UsageError("give at least one --candidate SPEC or --candidates FILE.toml")
     resolve_candidates(baseline, candidates)  # a label given twice, before anything is read
     _check_outputs(args)
-    if not args.backend.virtual_time and args.scheduler is not None:
+    if args.backend is None:  # --backend not named: the fastest that decides alike
+        everyone = (baseline, *candidates)
+        args.backend_choice = for_command(
+            [c.policy.algorithm for c in everyone], window_ms=min(c.window_ms for c in everyone)
+        )  # said as the backend opens (simulator.backends.choice.say_chosen)
+        args.backend = spec_of(args.backend_choice)
+    if args.backend.foreign and args.scheduler is not None:
         raise UsageError(
-            "--scheduler runs shards on fake servers of their own; on a real server (--backend) "
-            "the shards run here, one after another: leave --scheduler out"
+            "--scheduler runs every shard on a server of its own, one the program starts; on a "
+            "server somebody else runs (--backend URL) the shards run here, one after another: "
+            "leave --scheduler out"
         )
     return baseline, candidates
 
@@ -112,14 +120,20 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     """The comparison with a progress bar; what was finished is kept if it stops early."""
     from tqdm import tqdm
 
+    from simulator.backends.choice import say_chosen
     from simulator.cli.runs import open_backend, sigterm_interrupts
     from simulator.comparison import Listeners, compare
 
     total = len(candidates) + 1
     finished: list[dict[str, Any]] = []
     try:
-        with sigterm_interrupts(), open_backend(args.backend) as backend:
-            real = None if backend.virtual_time else backend
+        own = args.scheduler is not None and not args.backend.virtual_time  # one per Dask task
+        said = say_chosen(args)  # the default's line, in place of the server's own
+        with (
+            sigterm_interrupts(),
+            open_backend("fakeredis" if own else args.backend, not said) as backend,
+        ):
+            real = args.backend if own else None if backend.virtual_time else backend
             _check_foreign(args, backend, [baseline, *candidates])
             with tqdm(
                 desc=f"read {args.trace.name}", unit="req", file=sys.stderr, disable=None
@@ -415,5 +429,6 @@ def register(sub: Any) -> None:
         "serial; default: here, one after another",
     )
     add_backend_options(p)
+    p.set_defaults(backend=None)  # not named: simulator.backends.choice picks (first line says)
     add_script_option(p)
     p.set_defaults(func=cmd_compare)

@@ -30,10 +30,18 @@ __all__ = ["register", "cmd_replay"]
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
+    from simulator.backends.choice import for_command, say_chosen, spec_of
     from simulator.cli.runs import OutputError, check_output
     from simulator.playback.spool import SpoolError
 
     args.source = trace_source(args)  # the format, key and time checked before anything is read
+    if args.backend is None:  # --backend not named: the fastest that decides alike
+        algorithm = ALGORITHMS[args.algorithm]
+        window_ms = round(args.window * 1000)
+        args.backend_choice = for_command(
+            [algorithm], shards=args.shards > 1, window_ms=window_ms
+        )  # said as the backend opens (simulator.backends.choice.say_chosen)
+        args.backend = spec_of(args.backend_choice)
     try:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
@@ -43,6 +51,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.shards > 1:
         from simulator.cli.replay_shards import replay_sharded
 
+        say_chosen(args)
         return replay_sharded(args)
     bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
     try:
@@ -88,6 +97,7 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
     from tqdm import tqdm
 
+    from simulator.backends.choice import say_chosen
     from simulator.cli.runs import (
         DecisionCsv,
         KeyGroup,
@@ -111,7 +121,8 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             scan = scan_trace(args.trace, args.source, workdir, bar.update)
         if not scan.requests:
             raise UsageError(f"{args.trace}: the trace holds no requests")
-        with open_backend(args.backend) as backend, stop_between_pipelines() as stop:
+        chosen = say_chosen(args)  # the default's line, in place of the server's own
+        with open_backend(args.backend, not chosen) as backend, stop_between_pipelines() as stop:
             _, lacking = without_commands([args.algorithm], backend)
             if lacking is not None:
                 raise UsageError(lacking)
@@ -247,6 +258,7 @@ def register(sub: Any) -> None:
     )
     add_param_option(p)
     add_backend_options(p)
+    p.set_defaults(backend=None)  # not named: simulator.backends.choice picks (first line says)
     p.add_argument(
         "--pipeline",
         type=positive_int,

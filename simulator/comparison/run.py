@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from simulator.backends.specs import BackendSpec
 from simulator.checks import ConfigError, check_int
 from simulator.comparison.memory import MEMORY_SOURCE
+from simulator.comparison.own_server import on_own_server
 from simulator.comparison.score import (
     Part,
     Task,
@@ -51,16 +54,20 @@ def _run(
     on_task: Callable[[Part], None],
 ) -> list[Part]:
     """Every task's part, in the tasks' order: on ``backend`` here, or each on a fake server of
-    its own (here, or on the Dask ``client``'s workers)."""
+    its own (here, or on the Dask ``client``'s workers), or on a server of its own started from
+    ``backend`` when that is a BackendSpec."""
     parts: list[Part] = [None] * len(tasks)  # type: ignore[list-item]
-    if backend is not None and not backend.virtual_time:
+    fn: Callable[[Task], Part] = score_shard
+    if isinstance(backend, BackendSpec):
+        fn = partial(on_own_server, backend)
+    elif backend is not None and not backend.virtual_time:
         for i, task in enumerate(tasks):
             parts[i] = on_server(task, backend)
             on_task(parts[i])
         return parts
     todo = list(range(len(tasks)))
     for attempt in range(1, TASK_ATTEMPTS + 1):
-        lost = _run_some(tasks, todo, client, parts, on_task, last=attempt == TASK_ATTEMPTS)
+        lost = _run_some(tasks, todo, client, parts, on_task, attempt == TASK_ATTEMPTS, fn)
         if not lost:
             break
         todo = lost  # their workers died: each runs again, on the workers left
@@ -74,6 +81,7 @@ def _run_some(
     parts: list[Part],
     on_task: Callable[[Part], None],
     last: bool,
+    fn: Callable[[Task], Part] = score_shard,
 ) -> list[int]:
     """The tasks ``todo`` run into ``parts``; those whose worker was lost on the way (to run
     again). A lost scheduler, or no workers for :data:`NO_WORKERS_S`, is one ConfigError."""
@@ -83,7 +91,7 @@ def _run_some(
     chosen = [tasks[i] for i in todo]
     results = run_tasks(
         client,
-        score_shard,
+        fn,
         chosen,
         scatter=client is not None,
         no_workers_s=None if client is None else NO_WORKERS_S,
@@ -174,7 +182,8 @@ def compare(
     LocalCluster), ``"tcp://HOST:PORT"`` or a ``distributed.Client`` (the shard files must be
     readable by every worker: ``workdir`` on a shared folder). ``backend``: a real server to
     replay on instead (the tasks then run here, one after another, each candidate's keys
-    deleted after it). ``listeners`` hear of the run as it goes (:class:`Listeners`), so a caller
+    deleted after it), or a :class:`~simulator.backends.specs.BackendSpec` (each task starts a
+    server of its own from it, here or on the Dask workers). ``listeners`` hear of the run as it goes (:class:`Listeners`), so a caller
     shows progress and keeps what was finished if the run is stopped.
     """
     base, others = resolve_candidates(baseline, candidates)
@@ -288,7 +297,7 @@ def _replay_all(
                 c = names[part.candidate]
                 listeners.on_row(score_row(c, whole, split, c is base))
 
-    real = backend is not None and not backend.virtual_time
+    real = backend is not None and not backend.virtual_time and not isinstance(backend, BackendSpec)
     with dask_client(SERIAL if scheduler is None or real else scheduler) as client:
         _run(tasks_for(base, None), client, backend, take)
         bits = merged_by_name[base.name].bits

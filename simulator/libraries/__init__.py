@@ -1,6 +1,5 @@
 """The limiters people run, driven unchanged on the bench: ``limits`` (behind Flask-Limiter
-and SlowAPI) and PyrateLimiter (throttled-py is pinned in the extra, its adapter not yet
-written).
+and SlowAPI), PyrateLimiter and throttled-py.
 
 Each library strategy is an algorithm of the registry under the library's name
 (``limits.moving_window``, ``pyrate.sliding_window_log`` ...): a small
@@ -31,6 +30,7 @@ __all__ = ["PREFIXES", "INSTALL", "LibraryMissing", "missing", "register", "libr
 PREFIXES = {
     "limits": "simulator.libraries.limits_lib",
     "pyrate": "simulator.libraries.pyrate_lib",
+    "throttled": "simulator.libraries.throttled_lib",
 }
 #: What the adapters need beyond the simulator's own dependencies (import names).
 _NEEDED = ("limits", "time_machine")

@@ -83,8 +83,12 @@ class LibraryLimiter(Limiter):
         clock = getattr(self.backend, "clock", None)
         if clock is not None:
             clock.activate()
-        with time_machine.travel(now_ms / 1000, tick=False):
+        with time_machine.travel(self.travel_s(now_ms), tick=False):
             return self.decide_now(client, now_ms, cost)
+
+    def travel_s(self, now_ms: int) -> float:
+        """The instant, in epoch seconds, Python's clock is moved to for a decision at ``now_ms``."""
+        return now_ms / 1000
 
     def keys(self, client: str, now_ms: int) -> Sequence[str]:
         """The library's own key names for ``client`` (what a run touches)."""

@@ -117,6 +117,10 @@ SMALLEST = (
     ("limits.moving_window", "sliding_log", 1, 10, (0, 10_000), (1, 1)),
     ("limits.sliding_window_counter", "sliding_counter", 1, 10, (9_000, 11_000), (1, 1)),
     ("pyrate.sliding_window_log", "sliding_log", 1, 10, (0, 10_000), (1, 1)),
+    ("throttled.token_bucket", "token_bucket", 1, 10, (900, 10_000), (1, 1)),
+    ("throttled.token_bucket", "token_bucket", 2, 4, (0, 0, 3_000, 5_000, 6_000), (1,) * 5),
+    ("throttled.leaking_bucket", "token_bucket", 1, 10, (900, 10_000), (1, 1)),
+    ("throttled.sliding_window", "sliding_counter", 5, 10, (0,) * 5 + (18_000,) * 5, (1,) * 10),
 )
 
 

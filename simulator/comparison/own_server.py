@@ -1,0 +1,35 @@
+"""A comparison's task on a server of its own, started from a spec where the task runs.
+
+On Dask every shard of every candidate is a task; sharing one real server between workers would
+make the keys of one candidate meet another's. So each task starts its own server from the run's
+:class:`~simulator.backends.specs.BackendSpec` (the embedded Valkey: a fresh folder, a random
+password, 127.0.0.1 only), replays its shard there as :func:`~simulator.comparison.server.on_server`
+does (keys checked, weighed, deleted), and stops it, here or on the worker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simulator.comparison.score import Part, Task, _peak_rss_kb
+from simulator.comparison.server import on_server
+
+if TYPE_CHECKING:
+    from simulator.backends.specs import BackendSpec
+
+__all__ = ["on_own_server"]
+
+
+def on_own_server(spec: BackendSpec, task: Task) -> Part:
+    """``task`` on a server started from ``spec`` for it alone, stopped however it ends."""
+    from simulator.backends import make_backend
+    from simulator.userscripts.shipping import install
+
+    install(task.script)
+    backend = make_backend(spec)
+    try:
+        part = on_server(task, backend)
+    finally:
+        backend.close()
+    part.peak_rss_kb = _peak_rss_kb()
+    return part
