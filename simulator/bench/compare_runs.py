@@ -24,8 +24,8 @@ def _server_peak_kb(backend: Any) -> int:
 
 
 def run(path: str, spec_text: str, workers: int, out: str) -> dict[str, Any]:
+    from simulator.backends import make_backend
     from simulator.backends.specs import resolve_spec
-    from simulator.cli.runs import open_backend
     from simulator.comparison import Listeners, compare
     from simulator.comparison.score import _peak_rss_kb
     from simulator.engine.workers import dask_client
@@ -45,12 +45,15 @@ def run(path: str, spec_text: str, workers: int, out: str) -> dict[str, Any]:
             )  # fmt: skip
             wall = time.perf_counter() - start
     else:
-        with open_backend(spec, announce=False) as live:
+        live = make_backend(spec)
+        try:
             start = time.perf_counter()
             real = None if live.virtual_time else live
             score, _ = compare(path, BASELINE, list(CANDIDATES), fmt="clf", backend=real)
             wall = time.perf_counter() - start
             server_kb = _server_peak_kb(live)
+        finally:
+            live.close()  # and its own server stopped
     score.to_csv(out, index=False)
     return {
         "wall_s": wall,

@@ -197,18 +197,23 @@ def load_candidates(path: str | Path, default: Candidate | None = None) -> list[
         if algorithm is None:
             raise ConfigError(f'{where}: needs algorithm = "NAME"')
         candidate = _build(where, "", algorithm, table, default)
-        if name is None and gateways.is_gateway(algorithm):
-            name = f"{algorithm}:" + ",".join(
-                k if v is True else f"{k}={v}" for k, v in table.items() if v is not False
-            )
-        if name is None:
-            shown = ",".join(
-                [f"limit={candidate.limit}", f"window={candidate.window_s:g}"]
-                + [f"{k}={table[k]}" for k in table if k not in ("limit", "window")]
-            )
-            name = f"{algorithm}:{shown}"
+        name = _table_name(algorithm, table, candidate) if name is None else name
         out.append(Candidate(str(name), *_fields(candidate)))
     return out
+
+
+def _table_name(algorithm: str, table: Mapping[str, Any], candidate: Candidate) -> str:
+    """The label of a table that names none: written as its SPEC would be (a gateway's in its
+    own terms, flags bare; another with its limit and window first)."""
+    if gateways.is_gateway(algorithm):
+        return f"{algorithm}:" + ",".join(
+            k if v is True else f"{k}={v}" for k, v in table.items() if v is not False
+        )
+    shown = ",".join(
+        [f"limit={candidate.limit}", f"window={candidate.window_s:g}"]
+        + [f"{k}={table[k]}" for k in table if k not in ("limit", "window")]
+    )
+    return f"{algorithm}:{shown}"
 
 
 def _fields(c: Candidate) -> tuple[str, int, int, Mapping[str, float]]:
