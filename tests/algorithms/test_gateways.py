@@ -18,6 +18,8 @@ import pytest
 
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.gateways import GATEWAYS
+from simulator.algorithms.gateways.nginx import MAX_REQUESTS, NginxLimitReqRef
+from simulator.checks import ConfigError
 from simulator.comparison.spec import parse_spec
 
 
@@ -98,6 +100,53 @@ def test_nginx_rate_per_minute_as_nginx_rounds_it(clock, fake):
 
 
 # --- Traefik: "average=6, period=1m" --------------------------------------------------------------
+def test_nginx_rate_per_minute_is_described_as_nginx_rounds_it():
+    # 1r/m is 16 milli-requests a second in nginx's integers: one per 62.5 s, not per 60
+    assert "(one per 62.5 s)" in parse_spec("nginx:rate=1r/m").describe()
+    assert "(one per 0.1 s)" in parse_spec("nginx:rate=10r/s").describe()
+
+
+@pytest.mark.parametrize("field", ["burst", "delay"])
+def test_nginx_burst_or_delay_written_as_0_is_refused_as_nginx_does(field):
+    with pytest.raises(ConfigError, match=f"invalid {field} value 0"):
+        parse_spec(f"nginx:rate=10r/s,{field}=0")
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        (f"nginx:rate=10r/s,burst={MAX_REQUESTS + 1}", "burst"),
+        (f"nginx:rate=10r/s,burst=5,delay={MAX_REQUESTS + 1}", "delay"),
+        (f"nginx:rate={MAX_REQUESTS + 1}r/s", "rate"),
+        ("nginx:rate=10r/s,burst=100000000000000", "burst"),  # 10^14: its x1000 passes 2^53
+    ],
+)
+def test_nginx_numbers_whose_milli_requests_pass_2_53_are_refused(spec, field):
+    with pytest.raises(ConfigError, match=f"{field} must be at most {MAX_REQUESTS:,}"):
+        parse_spec(spec)
+
+
+def test_nginx_a_cost_past_the_bound_is_refused_by_script_and_reference(clock, fake):
+    decide = limiter("nginx:rate=10r/s,burst=5", clock, fake)
+    with pytest.raises(ConfigError, match="cost must be at most"):
+        decide(0, cost=MAX_REQUESTS + 1)
+    with pytest.raises(ConfigError, match="cost must be at most"):
+        NginxLimitReqRef(10, 1000, burst=5, delay=0).decide("a", 0, MAX_REQUESTS + 1)
+
+
+def test_nginx_at_its_bounds_the_script_decides_as_its_reference(clock, fake):
+    big = MAX_REQUESTS
+    spec = f"nginx:rate={big}r/s,burst={big},delay={big // 3}"
+    decide = limiter(spec, clock, fake)
+    ref = NginxLimitReqRef(big, 1000, burst=big, delay=big // 3)
+    for t, cost in [(0, big), (0, 1), (1, 1), (100, big // 2), (101, big), (5000, 7)]:
+        assert tuple(decide(t, cost=cost)) == tuple(ref.decide("a", t, cost)), (t, cost)
+    decide = limiter(f"nginx:rate=10r/s,burst={big}", clock, fake)
+    ref = NginxLimitReqRef(10, 1000, burst=big, delay=0)
+    for t, cost in [(0, big), (0, 1), (1, 1), (100, 1)]:  # as the review's 10^13 run, bounded
+        assert tuple(decide(t, "b", cost=cost)) == tuple(ref.decide("b", t, cost)), (t, cost)
+
+
 def test_traefik_average_6_per_minute_admits_one_request_per_10_s(clock, fake):
     decide = limiter("traefik:average=6,period=1m,burst=1", clock, fake)
     passed = []
