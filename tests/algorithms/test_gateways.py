@@ -13,6 +13,7 @@ commands are test_gateway_specs.py's).
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -178,6 +179,34 @@ def test_spring_admits_20_at_once_then_10_a_second(clock, fake):
     assert sum(decide(2000).allowed for _ in range(15)) == 10
 
 
+def test_spring_left_out_the_capacity_is_1_nothing_is_stored_and_all_are_admitted(clock, fake):
+    candidate = parse_spec("spring:replenishRate=10")
+    assert candidate.params["burst_capacity"] == 1  # RedisRateLimiter.Config's default
+    assert "nothing is stored and every request is admitted" in candidate.describe()
+    decide = limiter("spring:replenishRate=10", clock, fake)
+    assert all(decide(0).allowed for _ in range(50))
+    assert fake.client.keys("*") == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "spring:replenishRate=3,burstCapacity=1",
+            "BurstCapacity(1) must be greater than or equal than replenishRate(3)",
+        ),
+        (
+            "spring:replenishRate=1,burstCapacity=5,requestedTokens=6",
+            "requestedTokens(6) is more than burstCapacity(5)",
+        ),
+        ("spring:replenishRate=10,requestedTokens=2", "requestedTokens(2) is more than burst"),
+    ],
+)
+def test_spring_refuses_what_its_config_refuses_or_never_admits(spec, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_spec(spec)
+
+
 def test_spring_one_request_a_minute_with_requested_tokens(clock, fake):
     """Spring's docs: replenishRate=1, requestedTokens=60, burstCapacity=60 is 1 request/min."""
     decide = limiter("spring:replenishRate=1,burstCapacity=60,requestedTokens=60", clock, fake)
@@ -222,7 +251,7 @@ SPECS = [
     "traefik:average=6,period=1m,burst=1",
     "traefik:average=3,period=1s,burst=4",
     "spring:replenishRate=10,burstCapacity=20",
-    "spring:replenishRate=3,burstCapacity=1",
+    "spring:replenishRate=3",  # Spring's default capacity, 1: nothing stored
     "envoy:max_tokens=10,tokens_per_fill=5,fill_interval=1s",
     "envoy:max_tokens=3,fill_interval=70ms",
     "kong:second=2,minute=5,day=50",
