@@ -237,6 +237,25 @@ def test_kong_minute_and_hour_a_refused_request_counts_in_neither(clock, fake):
     assert [decide(t).allowed for t in (120_000, 3_599_999, 3_600_000)] == [False, False, True]
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "kong:second=100,minute=10",
+            "The limit for minute(10.0) cannot be lower than the limit for second(100.0)",
+        ),
+        (
+            "kong:minute=100,day=50",
+            "The limit for day(50.0) cannot be lower than the limit for minute(100.0)",
+        ),
+    ],
+)
+def test_kong_limits_out_of_period_order_are_refused_as_kongs_schema_does(spec, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_spec(spec)
+    assert parse_spec("kong:second=5,minute=5,hour=300").limit == 5  # equal is allowed
+
+
 def test_kong_windows_are_on_the_clock(clock, fake):
     decide = limiter("kong:minute=100", clock, fake)
     assert sum(decide(59_000).allowed for _ in range(100)) == 100
