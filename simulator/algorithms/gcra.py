@@ -29,11 +29,12 @@ __all__ = ["GCRA", "GCRARef", "BURST"]
 BURST = Param("burst", lambda limit, window_ms: limit, unit="requests", minimum=1, integer=True)
 
 
-def _units_left(tat: float, now: int, interval: float, tau: float) -> int:
+def _units_left(tat: float, now: int, interval: float, burst: int) -> int:
     """Requests of cost 1 the schedule at ``tat`` still admits at ``now``: the first iff
-    ``now >= (tat + interval) - tau``, as a decision compares it, one more per interval past."""
-    unit_at = tat + 1 * interval - tau
-    return math.floor((now - unit_at) / interval) + 1 if now >= unit_at else 0
+    ``now - tat >= (1 - burst) x interval``, as a decision compares it, one more per interval
+    past."""
+    ahead = (now - tat) - (1 - burst) * interval
+    return math.floor(ahead / interval) + 1 if ahead >= 0 else 0
 
 
 def _step(
@@ -44,17 +45,19 @@ def _step(
         tat = now
     level = (tau - (tat - now)) / interval
     new_tat = tat + cost * interval
-    allow_at = new_tat - tau
     # requests of cost 1 left, counted as the decision counts them (a refusal stores nothing)
-    left = _units_left(tat, now, interval, tau)
+    left = _units_left(tat, now, interval, burst)
     if cost > burst:
         return False, level, left, math.ceil(tat - now), NEVER, tat
-    if now < allow_at:
-        return False, level, left, math.ceil(tat - now), math.ceil(allow_at - now), tat
+    # now < new_tat - tau measured from now: a fresh key's side is exactly 0 (see gcra.lua);
+    # the wait is the same two sides' gap, so a refusal's is never 0
+    short_ms = (cost - burst) * interval - (now - tat)
+    if short_ms > 0:
+        return False, level, left, math.ceil(tat - now), math.ceil(short_ms), tat
     return (
         True,
         level,
-        _units_left(new_tat, now, interval, tau),
+        _units_left(new_tat, now, interval, burst),
         math.ceil(new_tat - now),
         0,
         new_tat,

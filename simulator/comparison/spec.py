@@ -27,6 +27,7 @@ from typing import Any
 
 from simulator.algorithms import ALGORITHMS, gateways
 from simulator.algorithms.base import own_params
+from simulator.algorithms.gateways import units
 from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError
 from simulator.playback.files import read_regular
 from simulator.policy import Policy, resolve
@@ -150,7 +151,7 @@ def parse_spec(text: str, default: Candidate | None = None, what: str = "SPEC") 
     """``ALGORITHM:key=value,...`` as a :class:`Candidate` (limit and window default to
     ``default``'s when it is given)."""
     spec = text.strip()
-    where = f"{what} {text!r}"
+    where = f"{what} {units.shown(text)}"  # a 5000-digit SPEC is not echoed whole
     algorithm, _, rest = spec.partition(":")
     values: dict[str, Any] = {}
     gateway = gateways.is_gateway(algorithm.strip())

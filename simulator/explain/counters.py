@@ -38,7 +38,7 @@ def fixed_window(f: Facts) -> Arithmetic:
             f"window = ⌊now / W⌋ = ⌊{num(now)} / {num(window)}⌋ = {num(now // window)}, "
             f"counter {key}",
             f"count = INCRBY by cost {num(cost)} → {num(count)} (a refused hit counts too)",
-            f"count ≤ limit: {compared(count, ok, num(limit), False)} → {decided(ok)}",
+            f"count ≤ limit: {compared(count, ok, limit, False)} → {decided(ok)}",
         ),
         ok,
     )
@@ -54,7 +54,7 @@ def _estimate(f: Facts, counts_refusals: bool) -> Arithmetic:
     estimate = cur + prev * (window - elapsed) / window  # the script's own order of operations
     room = limit - cost + 1
     ok = estimate < room
-    bound = num(limit) if cost == 1 else f"limit − cost + 1 = {num(room)}"
+    how = "" if cost == 1 else "limit − cost + 1 = "
     lines = [
         f"elapsed = now mod W = {num(now)} mod {num(window)} = {num(elapsed)} ms",
         f"cur = GET {f.keys[0]} → {num(cur)}, prev = GET {f.keys[1]} → {num(prev)}",
@@ -66,7 +66,7 @@ def _estimate(f: Facts, counts_refusals: bool) -> Arithmetic:
         )
     lines.append(
         f"cur + prev × (W − elapsed)/W = {num(cur)} + {num(prev)} × "
-        f"{ratio(window - elapsed, window)} = {compared(estimate, ok, bound, True)} → {decided(ok)}"
+        f"{ratio(window - elapsed, window)} = {compared(estimate, ok, room, True, how)} → {decided(ok)}"
     )
     return Arithmetic(tuple(lines), ok)
 
@@ -94,7 +94,7 @@ def multi_policy(f: Facts) -> Arithmetic:
         ok = ok and fits
         lines.append(
             f"{name} ({num(limit)} per {num(window)} ms, ends in {num(window - now % window)} ms): "
-            f"GET {key} → {num(count)}; count + cost = {compared(count + cost, fits, num(limit), False)}"
+            f"GET {key} → {num(count)}; count + cost = {compared(count + cost, fits, limit, False)}"
         )
     lines.append(f"admitted only when both have room → {decided(ok)}")
     return Arithmetic(tuple(lines), ok)
@@ -119,7 +119,7 @@ def echomq(f: Facts) -> Arithmetic:
         lines.append(f"PTTL {f.keys[0]} → {num(pttl)} ms left in this window")
     lines.append(
         f"live + cost ≤ max: {num(live)} + {num(cost)} = "
-        f"{compared(live + cost, ok, num(budget), False)} → {decided(ok)}"
+        f"{compared(live + cost, ok, budget, False)} → {decided(ok)}"
     )
     return Arithmetic(tuple(lines), ok)
 
@@ -146,7 +146,7 @@ def increx(f: Facts) -> Arithmetic:
             f"INCREX {f.keys[0]} → [counter {num(counter)}, added {num(added)}]: "
             f"the counter held {num(before)} before",
             f"counter + cost ≤ UBOUND: {num(before)} + {num(cost)} = "
-            f"{compared(before + cost, ok, num(bound), False)} → {decided(ok)}",
+            f"{compared(before + cost, ok, bound, False)} → {decided(ok)}",
         ),
         ok,
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from simulator.explain.why import Call
 
-__all__ = ["Facts", "Arithmetic", "num", "ratio", "decided", "compared"]
+__all__ = ["Facts", "Arithmetic", "num", "both", "ratio", "decided", "compared"]
 
 
 @dataclass(frozen=True)
@@ -62,14 +62,33 @@ class Facts:
         return any(c.command == command for c in self.calls)
 
 
-def num(x: float) -> str:
+def _at(x: float, places: int) -> str:
+    if abs(x) >= 1:
+        return f"{x:.{places}f}".rstrip("0").rstrip(".")
+    return f"{x:.{places + 2}g}"
+
+
+def num(x: float, places: int = 2) -> str:
     """A number as a reader writes it: whole numbers bare, as ARGV carries them; others to two
-    decimals (or four significant figures below 1)."""
+    decimals (or four significant figures below 1), widened until they no longer read as a
+    whole number (1.998 is ``1.998``, not ``2``)."""
     if float(x).is_integer():
         return str(int(x))
-    if abs(x) >= 1:
-        return f"{x:.2f}".rstrip("0").rstrip(".")
-    return f"{x:.4g}"
+    for wider in range(places, 18):
+        shown = _at(x, wider)
+        if not float(shown).is_integer():
+            return shown
+    return repr(float(x))
+
+
+def both(left: float, right: float) -> tuple[str, str]:
+    """``left`` and ``right`` with digits enough to tell them apart (the same number of
+    places for both), so a comparison never reads ``2 > 2``: 99.99667 against 100."""
+    for places in range(2, 18):
+        pair = num(left, places), num(right, places)
+        if left == right or float(pair[0]) != float(pair[1]):
+            return pair
+    return repr(float(left)), repr(float(right))
 
 
 def ratio(top: float, bottom: float) -> str:
@@ -82,9 +101,11 @@ def decided(admits: bool) -> str:
     return "admitted" if admits else "refused"
 
 
-def compared(left: float, ok: bool, right: str, strict: bool) -> str:
+def compared(left: float, ok: bool, right: float, strict: bool, how: str = "") -> str:
     """``left`` set against ``right`` with the sign that held: ``<``/``≥`` when admitting needs
-    ``left < right`` (``strict``), ``≤``/``>`` when it needs ``left ≤ right``."""
+    ``left < right`` (``strict``), ``≤``/``>`` when it needs ``left ≤ right``; both with digits
+    enough to tell them apart. ``how`` says how ``right`` was reached (``"now − TAT = 1 − 0 = "``)."""
+    shown_left, shown_right = both(left, right)
     if strict:
-        return f"{num(left)} {'<' if ok else '≥'} {right}"
-    return f"{num(left)} {'≤' if ok else '>'} {right}"
+        return f"{shown_left} {'<' if ok else '≥'} {how}{shown_right}"
+    return f"{shown_left} {'≤' if ok else '>'} {how}{shown_right}"

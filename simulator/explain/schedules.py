@@ -37,12 +37,13 @@ def token_bucket(f: Facts) -> Arithmetic:
         f"= {num(filled)}"
     )
     ok = cost <= filled
-    lines.append(f"cost ≤ tokens: {compared(cost, ok, num(filled), False)} → {decided(ok)}")
+    lines.append(f"cost ≤ tokens: {compared(cost, ok, filled, False)} → {decided(ok)}")
     return Arithmetic(tuple(lines), ok)
 
 
 def gcra(f: Facts) -> Arithmetic:
-    """The new theoretical arrival time ``TAT + cost × T`` against ``now + τ``."""
+    """The new theoretical arrival time ``TAT + cost × T`` less ``τ`` against now, measured
+    from now as the script compares it: refused iff ``now − TAT < (cost − burst) × T``."""
     now, window, limit, burst, cost = f.arg(1), f.arg(2), f.arg(3), f.arg(4), f.arg(5, 1)
     interval = window / limit
     tau = burst * interval
@@ -60,10 +61,12 @@ def gcra(f: Facts) -> Arithmetic:
     if cost > burst:
         lines.append(f"cost {num(cost)} > burst {num(burst)}: never admitted → refused")
         return Arithmetic(tuple(lines), False)
-    ok = not now < new_tat - tau  # the script's comparison: refused iff now < new_tat - tau
+    need = (cost - burst) * interval
+    ok = not now - tat < need  # the script's comparison (gcra.lua), in its order
+    how = f"now − TAT = {num(now)} − {num(tat)} = "
     lines.append(
-        f"new TAT ≤ now + τ: {compared(new_tat, ok, f'{num(now)} + {num(tau)} = {num(now + tau)}', False)} "
-        f"→ {decided(ok)}"
+        f"(cost − burst) × T ≤ now − TAT: ({num(cost)} − {num(burst)}) × {num(interval)} = "
+        f"{compared(need, ok, now - tat, False, how)} → {decided(ok)}"
     )
     return Arithmetic(tuple(lines), ok)
 
@@ -81,7 +84,7 @@ def sliding_log(f: Facts) -> Arithmetic:
             f"(scores ≤ now − W)",
             f"entries in (now − W, now] = ({num(now - window)}, {num(now)}]: ZCARD → {num(count)}",
             f"entries + cost ≤ limit: {num(count)} + {num(cost)} = "
-            f"{compared(count + cost, ok, num(limit), False)} → {decided(ok)}",
+            f"{compared(count + cost, ok, limit, False)} → {decided(ok)}",
         ),
         ok,
     )

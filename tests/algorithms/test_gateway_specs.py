@@ -85,6 +85,36 @@ def test_on_the_command_line_a_bad_value_is_exit_2_with_one_line():
     assert "period must be a duration such as 500ms, 1s" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ("nginx:rate=10r/s,burst=²", "burst"),  # str.isdigit takes a superscript two
+        ("nginx:rate=10r/s,burst=١٢", "burst"),  # and Arabic-Indic digits, as 12
+        ("nginx:rate=١٠r/s", "rate"),
+        ("traefik:average=6,period=١s", "period"),
+        ("kong:minute=1234567890123456", "minute"),  # 16 digits: past RFC 9651's 15
+        ("nginx:rate=10r/s,burst=" + "1" * 5000, "burst"),  # int() refuses past 4300 digits
+        ("kong:minute=" + "9" * 5000, "minute"),
+        ("nginx:rate=" + "1" * 5000 + "r/s", "rate"),
+        ("envoy:max_tokens=3,fill_interval=" + "1" * 5000 + "ms", "fill_interval"),
+    ],
+)
+def test_a_number_is_ascii_digits_at_most_15_and_a_long_one_is_not_echoed_whole(spec, field):
+    with pytest.raises(ConfigError) as caught:
+        parse_spec(spec)
+    message = str(caught.value)
+    assert f": {field} must be " in message and len(message) < 400
+
+
+def test_a_5000_digit_value_on_the_command_line_is_exit_2_with_one_short_line():
+    done = run_cli(
+        "compare", SAMPLE, "--format", "clf", "--baseline", "fixed_window:limit=20,window=60",
+        "--candidate", "nginx:rate=1r/s,burst=" + "7" * 5000,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "burst must be a whole number" in done.stderr and len(done.stderr) < 1000
+
+
 @pytest.mark.slow
 def test_compare_runs_gateway_candidates_on_the_sample_log():
     done = run_cli(

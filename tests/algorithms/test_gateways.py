@@ -13,11 +13,14 @@ commands are test_gateway_specs.py's).
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.gateways import GATEWAYS
+from simulator.algorithms.gateways.nginx import MAX_REQUESTS, NginxLimitReqRef
+from simulator.checks import ConfigError
 from simulator.comparison.spec import parse_spec
 
 
@@ -98,6 +101,53 @@ def test_nginx_rate_per_minute_as_nginx_rounds_it(clock, fake):
 
 
 # --- Traefik: "average=6, period=1m" --------------------------------------------------------------
+def test_nginx_rate_per_minute_is_described_as_nginx_rounds_it():
+    # 1r/m is 16 milli-requests a second in nginx's integers: one per 62.5 s, not per 60
+    assert "(one per 62.5 s)" in parse_spec("nginx:rate=1r/m").describe()
+    assert "(one per 0.1 s)" in parse_spec("nginx:rate=10r/s").describe()
+
+
+@pytest.mark.parametrize("field", ["burst", "delay"])
+def test_nginx_burst_or_delay_written_as_0_is_refused_as_nginx_does(field):
+    with pytest.raises(ConfigError, match=f"invalid {field} value 0"):
+        parse_spec(f"nginx:rate=10r/s,{field}=0")
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        (f"nginx:rate=10r/s,burst={MAX_REQUESTS + 1}", "burst"),
+        (f"nginx:rate=10r/s,burst=5,delay={MAX_REQUESTS + 1}", "delay"),
+        (f"nginx:rate={MAX_REQUESTS + 1}r/s", "rate"),
+        ("nginx:rate=10r/s,burst=100000000000000", "burst"),  # 10^14: its x1000 passes 2^53
+    ],
+)
+def test_nginx_numbers_whose_milli_requests_pass_2_53_are_refused(spec, field):
+    with pytest.raises(ConfigError, match=f"{field} must be at most {MAX_REQUESTS:,}"):
+        parse_spec(spec)
+
+
+def test_nginx_a_cost_past_the_bound_is_refused_by_script_and_reference(clock, fake):
+    decide = limiter("nginx:rate=10r/s,burst=5", clock, fake)
+    with pytest.raises(ConfigError, match="cost must be at most"):
+        decide(0, cost=MAX_REQUESTS + 1)
+    with pytest.raises(ConfigError, match="cost must be at most"):
+        NginxLimitReqRef(10, 1000, burst=5, delay=0).decide("a", 0, MAX_REQUESTS + 1)
+
+
+def test_nginx_at_its_bounds_the_script_decides_as_its_reference(clock, fake):
+    big = MAX_REQUESTS
+    spec = f"nginx:rate={big}r/s,burst={big},delay={big // 3}"
+    decide = limiter(spec, clock, fake)
+    ref = NginxLimitReqRef(big, 1000, burst=big, delay=big // 3)
+    for t, cost in [(0, big), (0, 1), (1, 1), (100, big // 2), (101, big), (5000, 7)]:
+        assert tuple(decide(t, cost=cost)) == tuple(ref.decide("a", t, cost)), (t, cost)
+    decide = limiter(f"nginx:rate=10r/s,burst={big}", clock, fake)
+    ref = NginxLimitReqRef(10, 1000, burst=big, delay=0)
+    for t, cost in [(0, big), (0, 1), (1, 1), (100, 1)]:  # as the review's 10^13 run, bounded
+        assert tuple(decide(t, "b", cost=cost)) == tuple(ref.decide("b", t, cost)), (t, cost)
+
+
 def test_traefik_average_6_per_minute_admits_one_request_per_10_s(clock, fake):
     decide = limiter("traefik:average=6,period=1m,burst=1", clock, fake)
     passed = []
@@ -127,6 +177,34 @@ def test_spring_admits_20_at_once_then_10_a_second(clock, fake):
     assert sum(decide(1000).allowed for _ in range(15)) == 10
     assert sum(decide(1999).allowed for _ in range(5)) == 0  # the same whole second
     assert sum(decide(2000).allowed for _ in range(15)) == 10
+
+
+def test_spring_left_out_the_capacity_is_1_nothing_is_stored_and_all_are_admitted(clock, fake):
+    candidate = parse_spec("spring:replenishRate=10")
+    assert candidate.params["burst_capacity"] == 1  # RedisRateLimiter.Config's default
+    assert "nothing is stored and every request is admitted" in candidate.describe()
+    decide = limiter("spring:replenishRate=10", clock, fake)
+    assert all(decide(0).allowed for _ in range(50))
+    assert fake.client.keys("*") == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "spring:replenishRate=3,burstCapacity=1",
+            "BurstCapacity(1) must be greater than or equal than replenishRate(3)",
+        ),
+        (
+            "spring:replenishRate=1,burstCapacity=5,requestedTokens=6",
+            "requestedTokens(6) is more than burstCapacity(5)",
+        ),
+        ("spring:replenishRate=10,requestedTokens=2", "requestedTokens(2) is more than burst"),
+    ],
+)
+def test_spring_refuses_what_its_config_refuses_or_never_admits(spec, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_spec(spec)
 
 
 def test_spring_one_request_a_minute_with_requested_tokens(clock, fake):
@@ -159,6 +237,25 @@ def test_kong_minute_and_hour_a_refused_request_counts_in_neither(clock, fake):
     assert [decide(t).allowed for t in (120_000, 3_599_999, 3_600_000)] == [False, False, True]
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "kong:second=100,minute=10",
+            "The limit for minute(10.0) cannot be lower than the limit for second(100.0)",
+        ),
+        (
+            "kong:minute=100,day=50",
+            "The limit for day(50.0) cannot be lower than the limit for minute(100.0)",
+        ),
+    ],
+)
+def test_kong_limits_out_of_period_order_are_refused_as_kongs_schema_does(spec, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_spec(spec)
+    assert parse_spec("kong:second=5,minute=5,hour=300").limit == 5  # equal is allowed
+
+
 def test_kong_windows_are_on_the_clock(clock, fake):
     decide = limiter("kong:minute=100", clock, fake)
     assert sum(decide(59_000).allowed for _ in range(100)) == 100
@@ -173,7 +270,7 @@ SPECS = [
     "traefik:average=6,period=1m,burst=1",
     "traefik:average=3,period=1s,burst=4",
     "spring:replenishRate=10,burstCapacity=20",
-    "spring:replenishRate=3,burstCapacity=1",
+    "spring:replenishRate=3",  # Spring's default capacity, 1: nothing stored
     "envoy:max_tokens=10,tokens_per_fill=5,fill_interval=1s",
     "envoy:max_tokens=3,fill_interval=70ms",
     "kong:second=2,minute=5,day=50",

@@ -91,6 +91,7 @@ def test_another_servers_calls_go_straight_through(fake):
 def test_two_servers_traced_at_once_each_keep_their_own(fake):
     other = FakeRedisBackend()
     mixin = _scripting.ScriptingCommandsMixin
+    plain_pcall = mixin._lua_redis_pcall
     try:
         with traced_scripts(fake.server) as mine:
             with traced_scripts(other.server) as theirs:
@@ -103,6 +104,23 @@ def test_two_servers_traced_at_once_each_keep_their_own(fake):
         assert [r.calls[0].command for r in mine.runs] == ["INCR", "GET"]
         assert [r.calls[0].command for r in theirs.runs] == ["DECR"]
         assert mixin._lua_redis_call is fake_scripts._lua_redis_call
-        assert mixin._lua_redis_pcall is not tracing._pcall
+        assert mixin._lua_redis_pcall is plain_pcall
+    finally:
+        other.close()
+
+
+def test_a_wrapper_found_before_the_last_block_ended_still_calls_through(fake, monkeypatch):
+    """Another thread may look ``redis.call`` up (finding the wrapper) just before the last
+    traced block ends and call it just after: the untraced call must still go through. The
+    interleaving is laid out by hand, so nothing races."""
+    other = FakeRedisBackend()
+    mixin = _scripting.ScriptingCommandsMixin
+    try:
+        with traced_scripts(fake.server):
+            found_call, found_pcall = mixin._lua_redis_call, mixin._lua_redis_pcall
+        monkeypatch.setattr(mixin, "_lua_redis_call", found_call)
+        monkeypatch.setattr(mixin, "_lua_redis_pcall", found_pcall)
+        assert other.client.eval("return redis.call('INCR', KEYS[1])", 1, "x") == 1
+        assert other.client.eval("return redis.pcall('INCR', KEYS[1])", 1, "x") == 2
     finally:
         other.close()

@@ -13,6 +13,7 @@ from simulator.backends.fakeserver import scripts as fake_scripts
 from simulator.checks import ConfigError
 from simulator.explain import explain_decision
 from simulator.explain.arithmetic import ARITHMETIC
+from simulator.explain.facts import both, num
 from simulator.policy import resolve
 from simulator.userscripts import register_script
 
@@ -99,3 +100,34 @@ def test_a_user_script_that_loops_for_ever_while_traced_is_stopped(tmp_path, mon
         ALGORITHMS.pop("why_spin")
     mixin = _scripting.ScriptingCommandsMixin
     assert mixin._lua_redis_call is fake_scripts._lua_redis_call  # the tracing is gone again
+
+
+@pytest.mark.parametrize(
+    ("name", "limit", "window_ms", "times", "costs", "index", "shown"),
+    [
+        # 1.998 tokens against a cost of 2: not "2 > 2"
+        ("token_bucket", 3, 1000, [0, 0, 0, 666], [1, 1, 1, 2], 3, "2 > 1.998 → refused"),
+        # an estimate of 99.9967 against 100: not "100 < 100"
+        ("sliding_counter", 100, 60000, [0] * 100 + [60002], None, 100, "99.997 < 100 → admitted"),
+    ],
+)
+def test_a_boundary_comparison_shows_digits_enough_to_tell_its_sides_apart(
+    name, limit, window_ms, times, costs, index, shown
+):
+    why = explain_decision(resolve(name, limit, window_ms, {}), times, costs, index)
+    assert why.arithmetic[-1].endswith(shown)
+
+
+def test_gcra_prints_the_scripts_own_comparison_measured_from_now():
+    why = explain_decision(resolve("gcra", 3, 1000, {"burst": 1}), [2000], None, 0)
+    assert why.allowed  # a fresh key's first request: 2333.33 - 333.33 once rounded past 2000
+    assert why.arithmetic[-1] == (
+        "(cost − burst) × T ≤ now − TAT: (1 − 1) × 333.33 = 0 ≤ now − TAT = 2000 − 2000 = 0 "
+        "→ admitted"
+    )
+
+
+def test_num_and_both_widen_only_as_far_as_needed():
+    assert (num(2), num(2.5), num(1.998), num(0.5)) == ("2", "2.5", "1.998", "0.5")
+    assert both(2.0041, 2.0042) == ("2.0041", "2.0042")
+    assert both(1.25, 3) == ("1.25", "3")

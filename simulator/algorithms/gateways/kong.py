@@ -79,6 +79,19 @@ class KongRateLimitingRef(Reference):
         return decision
 
 
+def _check_periods_order(where: str, given: Mapping[str, int]) -> None:
+    """Kong's schema (``validate_periods_order``): a longer period's limit may not be below a
+    shorter one's, said in Kong's words."""
+    ordered = sorted(given, key=PERIODS_MS.__getitem__)
+    for i, longer in enumerate(ordered):
+        for shorter in ordered[:i]:
+            if given[longer] < given[shorter]:
+                raise ConfigError(
+                    f"{where}: The limit for {longer}({given[longer]:.1f}) cannot be lower than "
+                    f"the limit for {shorter}({given[shorter]:.1f})"
+                )
+
+
 class KongRateLimiting(GatewayLimiter):
     """Kong rate-limiting: fixed windows per second, minute, hour and day, all at once."""
 
@@ -119,6 +132,7 @@ class KongRateLimiting(GatewayLimiter):
             raise ConfigError(
                 f"{where}: needs at least one of second, minute, hour, day ({cls.syntax})"
             )
+        _check_periods_order(where, given)
         shortest = min(given, key=PERIODS_MS.__getitem__)
         params: dict[str, float] = {p: given.get(p, 0) for p in PERIODS_MS}
         return given[shortest], PERIODS_MS[shortest], params

@@ -36,6 +36,32 @@ DELAY = Param("delay", lambda limit, window_ms: 0, unit="requests", integer=True
 PARAMS = (BURST, DELAY)
 
 
+#: The most a rate (per s), a burst, a delay or a cost may be. The script counts in
+#: milli-requests and multiplies those by 1000 again for ms (a reset, a retry), in Lua's
+#: doubles: past 2^53 they round and the script parts from nginx's integers (and from the
+#: reference). Half of 2^53 / 10^6 leaves room for a sum of two.
+MAX_REQUESTS = 2**53 // 2_000_000
+BOUND = f"at most {MAX_REQUESTS:,} (the script counts in thousandths of a request within 2^53)"
+
+
+def bounded(where: str, key: str, value: int) -> int:
+    """``value`` when it is within :data:`MAX_REQUESTS`; one ConfigError naming it otherwise."""
+    if value > MAX_REQUESTS:
+        raise ConfigError(f"{where}: {key} must be {BOUND}; got {value:,}")
+    return value
+
+
+def _explicit(where: str, key: str, spec: Spec) -> int:
+    """``burst`` or ``delay`` as nginx reads it: absent is 0, but written it must be >= 1
+    (nginx: "invalid burst value")."""
+    if key not in spec:
+        return 0
+    value = units.count(where, key, spec[key])
+    if value < 1:
+        raise ConfigError(f"{where}: invalid {key} value {value} (nginx takes {key}=1 or more)")
+    return bounded(where, key, value)
+
+
 def milli_rate(owner: str, limit: int, window_ms: int) -> int:
     """The zone's rate in milli-requests per second, as nginx rounds it (1r/m: 16)."""
     rate = limit * 1_000_000 // window_ms
@@ -51,8 +77,11 @@ def _numbers(
     owner: str, limit: int, window_ms: int, params: Mapping[str, float]
 ) -> tuple[int, int, int]:
     """(rate, burst, delay) in nginx's units: milli-requests (per second)."""
-    burst, delay = 1000 * int(params["burst"]), 1000 * int(params["delay"])
-    return milli_rate(owner, limit, window_ms), burst, delay
+    burst = 1000 * bounded(owner, "burst", int(params["burst"]))
+    delay = 1000 * bounded(owner, "delay", int(params["delay"]))
+    rate = milli_rate(owner, limit, window_ms)
+    bounded(owner, "rate (per s)", rate // 1000)
+    return rate, burst, delay
 
 
 def step(
@@ -95,6 +124,7 @@ class NginxLimitReqRef(Reference):
     def decide(self, client: str, now_ms: int, cost: int = 1) -> Decision:
         kept = self.buckets.get(client)
         state = kept[0] if kept is not None and now_ms <= kept[1] else None
+        cost = bounded(type(self).__name__, "cost", cost)
         decision, new, ttl = step(state, now_ms, cost, *self.numbers)
         if new is not None:
             self.buckets[client] = (new, now_ms + ttl)
@@ -123,7 +153,7 @@ class NginxLimitReq(GatewayLimiter):
         return (f"rl:nginx:{hash_tag(client)}",)
 
     def args(self, client: str, now_ms: int, cost: int = 1) -> Sequence[Any]:
-        return (now_ms, *self.numbers, cost)
+        return (now_ms, *self.numbers, bounded(type(self).__name__, "cost", cost))
 
     @classmethod
     def from_spec(cls, where: str, spec: Spec) -> tuple[int, int, dict[str, float]]:
@@ -132,8 +162,9 @@ class NginxLimitReq(GatewayLimiter):
         if "nodelay" in spec and "delay" in spec:
             raise ConfigError(f"{where}: give nodelay or delay=N, not both ({cls.syntax})")
         limit, window_ms = units.rate(where, "rate", spec["rate"])
-        burst = units.count(where, "burst", spec.get("burst", 0))
-        delay = units.count(where, "delay", spec.get("delay", 0))
+        bounded(where, "rate", limit)
+        burst = _explicit(where, "burst", spec)
+        delay = _explicit(where, "delay", spec)
         if "nodelay" in spec and units.flag(where, "nodelay", spec["nodelay"]):
             delay = burst  # never held: an admitted excess is at most the burst
         milli_rate(where, limit, window_ms)
@@ -143,7 +174,8 @@ class NginxLimitReq(GatewayLimiter):
     def describe(cls, limit: int, window_ms: int, params: Mapping[str, float]) -> str:
         unit = {1000: "s", 60_000: "min"}.get(window_ms, f"{window_ms / 1000:g} s")
         burst = int(params["burst"])
-        every_s = window_ms / limit / 1000
+        # nginx keeps the rate in whole milli-requests per s: 1r/m is 16, one per 62.5 s
+        every_s = 1000 / (limit * 1_000_000 // window_ms)
         line = f"{plural(limit, 'request')} per {unit} (one per {every_s:g} s), a burst of {burst}"
         if not burst:
             return line + ": a request sooner than one per rate is refused"

@@ -120,10 +120,22 @@ class SpringRedisRateLimiter(GatewayLimiter):
         if "replenishRate" not in spec:
             raise ConfigError(f"{where}: needs replenishRate=N (tokens per second) ({cls.syntax})")
         rate = units.count(where, "replenishRate", spec["replenishRate"], minimum=1)
-        # left out, the capacity is the rate: "A steady rate is accomplished by setting the
-        # same value in replenishRate and burstCapacity" (Spring's docs)
-        capacity = units.count(where, "burstCapacity", spec.get("burstCapacity", rate), minimum=1)
+        # left out, the capacity is RedisRateLimiter.Config's own default, 1 (its setter, which
+        # checks it against the rate, is then never called)
+        capacity = 1
+        if "burstCapacity" in spec:
+            capacity = units.count(where, "burstCapacity", spec["burstCapacity"], minimum=1)
+            if capacity < rate:  # Config.setBurstCapacity's assertion, in its words
+                raise ConfigError(
+                    f"{where}: BurstCapacity({capacity}) must be greater than or equal than "
+                    f"replenishRate({rate})"
+                )
         requested = units.count(where, "requestedTokens", spec.get("requestedTokens", 1), minimum=1)
+        if requested > capacity:
+            raise ConfigError(
+                f"{where}: requestedTokens({requested}) is more than burstCapacity({capacity}): "
+                "the bucket never holds that many tokens, so every request would be refused"
+            )
         return rate, 1000, {"burst_capacity": capacity, "requested_tokens": requested}
 
     @classmethod
@@ -131,6 +143,12 @@ class SpringRedisRateLimiter(GatewayLimiter):
         rate, capacity, per_request = _numbers(limit, window_ms, params)
         at_once = capacity // per_request
         steady = rate / per_request
+        if math.floor(capacity / rate * 2) == 0 and per_request <= capacity:
+            return (
+                f"a capacity of {plural(capacity, 'token')} at {rate:g} per s: the keys' ttl "
+                f"floor(2 × {capacity}/{rate:g}) is 0 s, so nothing is stored and every request "
+                "is admitted, as in Spring"
+            )
         return (
             f"{plural(at_once, 'request')} at once, then {steady:g} per s, added in steps at "
             f"each second boundary ({plural(per_request, 'token')} a request)"

@@ -15,7 +15,7 @@ import re
 
 from simulator.checks import MAX_LIMIT, MAX_WINDOW_MS, ConfigError
 
-__all__ = ["RATE_FORMS", "DURATION_FORMS", "rate", "duration_ms", "count", "flag"]
+__all__ = ["RATE_FORMS", "DURATION_FORMS", "rate", "duration_ms", "count", "flag", "shown"]
 
 #: Units of a duration, in ms (Go's and Envoy's ``ms``, ``s``, ``m``, ``h``; ``d`` for a day).
 _DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -23,12 +23,28 @@ _DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_4
 _RATE_UNITS_MS = {"r/s": 1000, "r/m": 60_000}
 DURATION_FORMS = "a duration such as 500ms, 1s, 1.5s, 1m or 1h (a bare number is seconds)"
 RATE_FORMS = "a rate such as 10r/s or 600r/m (whole requests per second or per minute)"
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?")
-_RATE = re.compile(r"(\d+)\s*(r/s|r/m)")
+#: Whole numbers are ASCII digits, at most 15 of them (RFC 9651's integer bound, as the headers
+#: use): ``str.isdigit`` and ``\d`` would take '²' or Arabic-Indic digits, and Python refuses to
+#: read an int of over 4300 digits with a ValueError of its own.
+MAX_DIGITS = 15
+_WHOLE = re.compile(rf"[0-9]{{1,{MAX_DIGITS}}}")
+_DURATION = re.compile(rf"([0-9]{{1,{MAX_DIGITS}}}(?:\.[0-9]{{1,{MAX_DIGITS}}})?)\s*(ms|s|m|h|d)?")
+_RATE = re.compile(rf"([0-9]{{1,{MAX_DIGITS}}})\s*(r/s|r/m)")
+#: The largest whole number a field takes: the project's limit bound, within 15 digits.
+MAX_COUNT = min(MAX_LIMIT, 10**MAX_DIGITS - 1)
+#: A value echoed in a message is cut to this many characters (a 5000-digit one is not quoted whole).
+_SHOWN_CHARS = 40
 
 
 def _text(value: object) -> str:
     return str(value).strip() if not isinstance(value, bool) else repr(value)
+
+
+def shown(text: str) -> str:
+    """``text`` quoted as a message echoes it: cut, with its length said, when it is long."""
+    if len(text) <= _SHOWN_CHARS:
+        return repr(text)
+    return f"{text[:_SHOWN_CHARS]!r}… ({len(text):,} characters)"
 
 
 def duration_ms(where: str, key: str, value: object) -> int:
@@ -41,7 +57,7 @@ def duration_ms(where: str, key: str, value: object) -> int:
         number, unit = found.groups()
         ms = float(number) * _DURATION_UNITS_MS[unit or "s"]
     if not math.isfinite(ms) or not 1 <= round(ms) <= MAX_WINDOW_MS or round(ms) != ms:
-        raise ConfigError(f"{where}: {key} must be {DURATION_FORMS}, whole ms; got {text!r}")
+        raise ConfigError(f"{where}: {key} must be {DURATION_FORMS}, whole ms; got {shown(text)}")
     return round(ms)
 
 
@@ -49,17 +65,18 @@ def rate(where: str, key: str, value: object) -> tuple[int, int]:
     """nginx's ``Nr/s`` or ``Nr/m`` as (requests, per ms): ``10r/s`` is (10, 1000)."""
     text = _text(value)
     found = _RATE.fullmatch(text)
-    if found is None or not 1 <= int(found.group(1)) <= MAX_LIMIT:
-        raise ConfigError(f"{where}: {key} must be {RATE_FORMS}; got {text!r}")
+    if found is None or not 1 <= int(found.group(1)) <= MAX_COUNT:
+        raise ConfigError(f"{where}: {key} must be {RATE_FORMS}; got {shown(text)}")
     return int(found.group(1)), _RATE_UNITS_MS[found.group(2)]
 
 
 def count(where: str, key: str, value: object, minimum: int = 0) -> int:
     """A whole number of requests or tokens, at least ``minimum``."""
     text = _text(value)
-    if not text.isdigit() or not minimum <= int(text) <= MAX_LIMIT:
+    if _WHOLE.fullmatch(text) is None or not minimum <= int(text) <= MAX_COUNT:
         raise ConfigError(
-            f"{where}: {key} must be a whole number from {minimum} to {MAX_LIMIT:,}; got {text!r}"
+            f"{where}: {key} must be a whole number from {minimum} to {MAX_COUNT:,}; "
+            f"got {shown(text)}"
         )
     return int(text)
 
@@ -72,5 +89,5 @@ def flag(where: str, key: str, value: object) -> bool:
         return False
     raise ConfigError(
         f"{where}: {key} is a flag: write it bare ({key}) or, in a file, {key} = true; "
-        f"got {key}={_text(value)!r}"
+        f"got {key}={shown(_text(value))}"
     )

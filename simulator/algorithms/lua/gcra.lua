@@ -9,6 +9,12 @@ is refused iff now < new_tat - tau, otherwise new_tat is stored, expiring when i
 matters (once now passes it, a missing key and the stored one decide alike). A refusal stores
 nothing.
 
+The comparison is made as now - tat < (cost - burst) * T, the same inequality measured from
+now: summing tat + cost * T - tau rounds, and a fresh key (tat = now) at 3 per 1000 ms, burst 1,
+t = 2000 came to 2000.0000000000002 and was refused. Measured from now, a fresh key's side is
+exactly 0 against (cost - burst) * T <= 0, so its first request (cost <= burst) is always
+admitted; the count of what is left is gated the same way.
+
 KEYS[1]  the theoretical arrival time, a string, e.g. rl:gc:{alice}
 ARGV[1]  now_ms     current time, integer milliseconds
 ARGV[2]  window_ms  the window of the rate, integer milliseconds (> 0)
@@ -22,7 +28,8 @@ Returns {allowed 0|1, level, burst, remaining, reset_ms, retry_after_ms}
   remaining       whole requests of cost 1 the client could still send now (a refusal stores
                   nothing, so after one it is what was there before)
   reset_ms        ms until the bucket is full again (tat - now after this request)
-  retry_after_ms  on a refusal, new_tat - tau - now rounded up (-1: never, cost > burst);
+  retry_after_ms  on a refusal, new_tat - tau - now rounded up, as (cost - burst) * T - (now - tat)
+                  (-1: never, cost > burst);
                   0 when allowed
 ]]
 local now = tonumber(ARGV[1])
@@ -37,21 +44,22 @@ local tat = tonumber(redis.call('GET', KEYS[1]) or ARGV[1])
 if tat < now then tat = now end
 local level = string.format('%.17g', (tau - (tat - now)) / interval)
 local new_tat = tat + cost * interval
-local allow_at = new_tat - tau
+-- how far now is short of new_tat - tau, measured from now (see above); its wait, too
+local short = (cost - burst) * interval - (now - tat)
 
 -- what is left for requests of cost 1 after a schedule at t, counted as the decision counts:
--- the first is admitted iff now >= (t + interval) - tau, one more for each interval past that
+-- the first is admitted iff now - t >= (1 - burst) * interval, one more per interval past that
 local function units_left(t)
-  local unit_at = t + 1 * interval - tau
-  if now < unit_at then return 0 end
-  return math.floor((now - unit_at) / interval) + 1
+  local ahead = (now - t) - (1 - burst) * interval
+  if ahead < 0 then return 0 end
+  return math.floor(ahead / interval) + 1
 end
 local left = units_left(tat)
 if cost > burst then
   return {0, level, burst, left, math.ceil(tat - now), -1}
 end
-if now < allow_at then
-  return {0, level, burst, left, math.ceil(tat - now), math.ceil(allow_at - now)}
+if short > 0 then
+  return {0, level, burst, left, math.ceil(tat - now), math.ceil(short)}
 end
 local reset = math.ceil(new_tat - now)
 redis.call('SET', KEYS[1], string.format('%.17g', new_tat), 'PX', reset)

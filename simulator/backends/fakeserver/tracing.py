@@ -180,34 +180,38 @@ def _recorder_of(lua_runtime: Any) -> Recorder | None:
     return recorder if recorder is not None and recorder.runtime is lua_runtime else None
 
 
-def _call(self: Any, lua_runtime: Any, expected: Any, op: Any, *args: Any) -> Any:
-    """``redis.call``, recorded for a traced runtime (any other goes straight through)."""
-    plain_call = _PLAIN[0][0]
-    recorder = _recorder_of(lua_runtime)
-    if recorder is None:
-        return plain_call(self, lua_runtime, expected, op, *args)
-    try:
-        reply = plain_call(self, lua_runtime, expected, op, *args)
-    except Exception as exc:
-        recorder.record(False, op, args, None, str(exc))
-        raise
-    recorder.record(False, op, args, reply)
-    return reply
+def _wrappers(plain_call: Any, plain_pcall: Any) -> tuple[Any, Any]:
+    """``redis.call`` and ``redis.pcall`` recorded for a traced runtime, any other passed
+    straight to fakeredis's own. The originals are held here, not looked up: a call that found
+    a wrapper just before the last block ended still has them, so an untraced server's
+    ``redis.call`` in another thread can never fail for want of them."""
 
+    def _call(self: Any, lua_runtime: Any, expected: Any, op: Any, *args: Any) -> Any:
+        recorder = _recorder_of(lua_runtime)
+        if recorder is None:
+            return plain_call(self, lua_runtime, expected, op, *args)
+        try:
+            reply = plain_call(self, lua_runtime, expected, op, *args)
+        except Exception as exc:
+            recorder.record(False, op, args, None, str(exc))
+            raise
+        recorder.record(False, op, args, reply)
+        return reply
 
-def _pcall(self: Any, lua_runtime: Any, expected: Any, op: Any, *args: Any) -> Any:
-    """``redis.pcall`` as fakeredis answers it (an error becomes a reply), recorded."""
-    plain_call, plain_pcall = _PLAIN[0]
-    recorder = _recorder_of(lua_runtime)
-    if recorder is None:
-        return plain_pcall(self, lua_runtime, expected, op, *args)
-    try:
-        reply = plain_call(self, lua_runtime, expected, op, *args)
-    except Exception as exc:
-        recorder.record(True, op, args, None, str(exc))
-        return lua_runtime.table_from({b"err": str(exc)})
-    recorder.record(True, op, args, reply)
-    return reply
+    def _pcall(self: Any, lua_runtime: Any, expected: Any, op: Any, *args: Any) -> Any:
+        # as fakeredis answers it: an error becomes a reply
+        recorder = _recorder_of(lua_runtime)
+        if recorder is None:
+            return plain_pcall(self, lua_runtime, expected, op, *args)
+        try:
+            reply = plain_call(self, lua_runtime, expected, op, *args)
+        except Exception as exc:
+            recorder.record(True, op, args, None, str(exc))
+            return lua_runtime.table_from({b"err": str(exc)})
+        recorder.record(True, op, args, reply)
+        return reply
+
+    return _call, _pcall
 
 
 def _start(recorder: Recorder) -> None:
@@ -217,8 +221,9 @@ def _start(recorder: Recorder) -> None:
             raise RuntimeError("this fake server's scripts are traced already")
         if not _ACTIVE:
             _PLAIN[:] = [(mixin._lua_redis_call, mixin._lua_redis_pcall)]
-            mixin._lua_redis_call = _call  # type: ignore[method-assign, assignment]
-            mixin._lua_redis_pcall = _pcall  # type: ignore[method-assign, assignment]
+            wrapped_call, wrapped_pcall = _wrappers(*_PLAIN[0])
+            mixin._lua_redis_call = wrapped_call  # type: ignore[method-assign]
+            mixin._lua_redis_pcall = wrapped_pcall  # type: ignore[method-assign]
         _ACTIVE[id(recorder.runtime)] = recorder
         recorder.runtime.execute = recorder.execute  # type: ignore[method-assign]
 
