@@ -334,7 +334,7 @@ def _figures(seconds: list[float], goal: str | None = None) -> str:
     )
     if goal is not None:
         limit = GOALS_S[goal]
-        unit = f"{limit * 1e3:g} ms" if limit < 1 else f"{limit:g} s"
+        unit = f"{limit * 1e3:g} ms" if limit < 0.1 else f"{limit:g} s"
         said += f"; goal <= {unit}: {'met' if median <= limit else 'NOT met'}"
     return f"{said}; {load_average()}"
 
