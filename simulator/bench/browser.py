@@ -28,6 +28,7 @@ line says what to install.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -234,6 +235,7 @@ class _Waits:
         return found
 
     def presets(self, count: int) -> list[float]:
+        """The two presets in turn, the boundary burst last."""
         out = []
         for k in range(count):
             name = PRESETS[(k + count) % len(PRESETS)]
@@ -250,18 +252,25 @@ class _Waits:
             out.append(self.timed(self.button(timed), "click", "frame")["seconds"])
         return out
 
+    def last(self) -> int:
+        """The last request's index of the client shown (the scrub slider's end)."""
+        return int(self.page.locator(f"{TL} .tl-scrub").first.get_attribute("max") or 0)
+
     def steps(self, count: int) -> list[float]:
+        """On, or back once the last request is near; each step must move the request."""
         out = []
         for _ in range(count):
-            state = self.state()
-            on = "step ▶" if state["index"] < 150 else "◀ step"
+            at = self.state()["index"]
+            on = "step ▶" if at + count <= self.last() or at < self.last() / 2 else "◀ step"
             found = self.timed(self.button(on), "click", "frame")
+            if json.loads(found["state"])["index"] == at:
+                raise RuntimeError(f"explorer-browser: {on} left the request at {at + 1}")
             out.append(found["seconds"])
         return out
 
     def scrubs(self, count: int) -> list[float]:
         scrub = self.page.locator(f"{TL} .tl-scrub").first
-        top = int(scrub.get_attribute("max") or 0)
+        top = self.last()
         out = []
         for k in range(count):
             value = str((self.state()["index"] + 7 * (k + 1)) % (top + 1))
