@@ -25,7 +25,11 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
         help="measure speed; prints figures and ratios",
-        description="Runs the benchmark sections and prints decisions per second.",
+        description=(
+            "Runs the benchmark sections and prints their figures: decisions per second, "
+            "seconds and MB; explorer-browser prints each wait of the explorer page in Chromium "
+            "as its median and p90 (ms below a second, s above) with the load average."
+        ),
     )
     p.add_argument("sections", nargs="*", metavar="SECTION", help="which sections (default: all)")
     p.add_argument(
