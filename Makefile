@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup charts check-tables test test-fast bench lint notebooks lab explore clean
+.PHONY: setup charts check-tables test test-fast test-lab bench lint notebooks lab explore clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ FAST := not slow and not server and not browser and not notebook
 
 test-fast: $(STAMP)  ## everything not marked slow, server, browser or notebook (under 4 min beside other work; CONTRIBUTING.md, Tests)
 	$(PY) -m pytest -n 2 -m "$(FAST)"
+
+test-lab: $(STAMP)  ## every notebook Run All in JupyterLab at 1280x800, read top to bottom in Chromium (about 20 min)
+	LAB_DRIVE=all $(PY) -m pytest -p no:cacheprovider tests/notebooks/test_lab_run_all.py
 
 bench: $(STAMP)
 	$(PY) -m simulator bench

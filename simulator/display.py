@@ -45,7 +45,10 @@ def scroll_box(table: object) -> object:
     from IPython.display import HTML
 
     inner = table.to_html()  # type: ignore[attr-defined]
-    return HTML(f'<div style="overflow-x: auto; max-width: {COLUMN_PX}px;">{inner}</div>')
+    return HTML(
+        f'<div class="workbench-scroll" style="overflow-x: auto; max-width: {COLUMN_PX}px;">'
+        f"{inner}</div>"
+    )
 
 
 def _styled(frame: pd.DataFrame, digits: int, trim: bool) -> object:

@@ -140,7 +140,7 @@ reveal(my_guess, measured_gb, "GB", question="5 million users, limit 100")
 
 # %%
 side = memory_tables.compare(per_user, limit=100)
-compact(side, 2)
+compact(side, 2, scroll=True)  # seven figures a row: a scroll box rather than a spill at 1280 px
 
 # %% [markdown]
 # What the whiteboard misses:
@@ -189,6 +189,7 @@ compact(
         }
     ),
     3,
+    scroll=True,  # the fit's eight figures a row: a scroll box at 1280 px
 )
 
 # %% [markdown]
