@@ -1,9 +1,12 @@
 """The explorer: controls at the side, and beside them what the real scripts decided.
 
 :class:`Explorer` ties the page (:mod:`simulator.explore.page`: every widget, laid out), the
-runs (:class:`~simulator.explore.runs.Runner`), the time bar
-(:mod:`simulator.explore.timebar`) and what the page says (:mod:`simulator.explore.words`)
-together, and owns when things run.
+runs (:class:`~simulator.explore.runs.Runner`) and the time bar
+(:mod:`simulator.explore.timebar`) together, and owns when things run. It composes the parts
+that do the rest: how one run goes, its progress bar and its neighbours run ahead
+(:mod:`simulator.explore.running`); the right column, the servers shown, why and predict
+(:mod:`simulator.explore.column`); the timeline and the time bar keeping one request chosen
+(:mod:`simulator.explore.follow`); the page's address and export (:mod:`simulator.explore.share`).
 
 A change of a control marks the figure as stale at once (dimmed, "running") and, after a moment
 (``debounce_s``) for the next change - a slider being dragged sends many - one run starts in a
@@ -27,41 +30,32 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from simulator.backends import Backend
 from simulator.backends.direct import DirectFakeBackend
 from simulator.backends.specs import make_backend, resolve_spec
+from simulator.explore.column import Column
 from simulator.explore.controls import Controls
-from simulator.explore.export import page_html
-from simulator.explore.front import timeline_payload
+from simulator.explore.follow import Follow
 from simulator.explore.page import Page
 from simulator.explore.pool import default_workers
-from simulator.explore.predict import Guesses
 from simulator.explore.presets import PRESETS, REFUSED, card_html
+from simulator.explore.running import Running, Wanted
 from simulator.explore.runs import Cancelled, Outcome, Runner
-from simulator.explore.settings import Settings, expected_requests, with_limit
+from simulator.explore.settings import Settings
+from simulator.explore.share import Share, noted_payload, read_address
 from simulator.explore.steps import Step
-from simulator.explore.timebar import TimeBar, index_of, moment_of
-from simulator.explore.url import View, address_html, query_of, read_query
-from simulator.explore.whypanel import why_html
+from simulator.explore.timebar import TimeBar
+from simulator.explore.url import View
 from simulator.explore.words import (
     busy_html,
-    client_note,
     default_client,
-    download_html,
     error_html,
-    hidden_html,
-    pair_html,
-    state_html,
     status_html,
     summary_html,
 )
@@ -87,7 +81,7 @@ class Explorer:
         workers: int | None = None,
         address: str | None = None,
     ) -> None:
-        self.debounce_s, self.progress_from = debounce_s, progress_from
+        self.debounce_s = debounce_s
         self.look_ahead = look_ahead
         self.controls = Controls(settings or Settings())
         self.runner = Runner(
@@ -101,15 +95,20 @@ class Explorer:
         self.timeline, self.question, self.instant = page.timeline, page.question, page.instant
         self.state_of, self.state, self.scrub = page.state_of, page.state, page.scrub
         self.view = page.view
-        self.timebar = TimeBar(page, self._hush, self._render, self._moved)
-        self.guesses = Guesses()
+        self.running = Running(self.runner, page, progress_from)
+        self.timebar = TimeBar(
+            page, self._hush, lambda: self.column.render(), lambda i: self.follow.moved(i)
+        )
+        self.follow = Follow(page, self.timebar)
+        self.column = Column(
+            page, self.timebar, lambda: self.share.write(self.outcome, self._preset)
+        )
+        self.share = Share(page, self.timebar)
+        self.guesses = self.column.guesses
         self._visited: set[str] = set()
         self._preset = ""
         self._wanted: View | None = None  # what the page's address asked for, until drawn
-        self._addresses = 0
-        self._whys: dict[tuple[int, str, str, int], str] = {}
         self._added: tuple[tuple[str, float, int], ...] = ()
-        self._told = -1  # the timeline's index as the kernel last set it
         self.outcome: Outcome | None = None
         self.drawn = 0
         self._lock = threading.Condition()
@@ -125,11 +124,11 @@ class Explorer:
         self.state_of.observe(self._state_changed, names="value")
         page.beside.observe(self._state_changed, names="value")
         for toggle in (page.predict, page.why_open):
-            toggle.observe(lambda _: self._pool.submit(self._render), names="value")
-        page.admit.on_click(lambda _: self._pool.submit(self._answer, True))
-        page.refuse.on_click(lambda _: self._pool.submit(self._answer, False))
+            toggle.observe(lambda _: self._pool.submit(self.column.render), names="value")
+        page.admit.on_click(lambda _: self._pool.submit(self.column.answer, True))
+        page.refuse.on_click(lambda _: self._pool.submit(self.column.answer, False))
         self.timeline.observe(self._large, names="large")
-        self.timeline.observe(self._picked, names="index")
+        self.timeline.observe(self.follow.picked, names="index")
         self.timeline.observe(self._dragged, names="limit")
         self.timeline.observe(self._painted, names="added")
         page.export.on_click(lambda _: self._pool.submit(self._export))
@@ -139,6 +138,11 @@ class Explorer:
         from IPython.display import display  # only where there is a notebook to show it in
 
         display(self.view)
+
+    @property
+    def progress_from(self) -> float:
+        """Runs of this many decisions or more show their progress bar at once."""
+        return self.running.progress_from
 
     @property
     def step(self) -> Step | None:
@@ -204,7 +208,7 @@ class Explorer:
     def _restore(self, query: str) -> None:
         """Show what the page's address asks for (a preset, settings, the moment)."""
         try:
-            view = read_query(query, {n: p.settings for n, p in PRESETS.items()}, Settings())
+            view = read_address(query)
         except Exception as exc:  # a link typed wrong: say so, show the page as it is
             self.status.value = error_html(exc)
             return
@@ -220,20 +224,7 @@ class Explorer:
 
     def address(self) -> str:
         """The query of the address that shows what is shown now."""
-        o, tb = self.outcome, self.timebar
-        if o is None:
-            return ""
-        base = PRESETS[self._preset].settings if self._preset else Settings()
-        step = tb.step
-        view = View(
-            self._preset, o.settings, tb.client or "", self.state_of.value or "",
-            self.page.beside.value or "", step.index + 1 if step is not None else 0,
-        )  # fmt: skip
-        return query_of(view, base)
-
-    def _write_address(self) -> None:
-        self._addresses += 1
-        self.page.address.value = address_html(self.address(), self._addresses)
+        return self.share.address(self.outcome, self._preset)
 
     # -- runs -------------------------------------------------------------------------------
     def refresh(self) -> Outcome | None:
@@ -292,7 +283,7 @@ class Explorer:
             return None
         try:
             settings = self._settings()
-            outcome, said = self._run(settings, generation)
+            outcome, said = self.running.run(settings, lambda: self._stale(generation), self.drawn)
             if self._stale(generation):
                 return None
             self._show(outcome, said)
@@ -313,82 +304,19 @@ class Explorer:
         anything but the settings being run ahead, stops it at its next decision; what it
         finished stays cached. A change to exactly those settings lets it finish: the run the
         change asks for then finds them all in the cache."""
-        if not resolve_spec(settings.backend).virtual_time or settings.trace is not None:
-            return
-        wanted: dict[int, Settings | None] = {}
+        wanted = Wanted(self._settings)
 
-        def asked_for(ahead: Settings) -> bool:
-            now = self._generation
-            if now not in wanted:  # read the controls once per change
-                wanted.clear()
-                try:
-                    wanted[now] = self._settings()
-                except Exception:  # a bad value: its own run will say so
-                    wanted[now] = None
-            return wanted[now] == ahead
+        def stop(ahead: Settings) -> bool:
+            if scrub_generation != self._scrub_generation:
+                return True
+            return self._stale(generation) and wanted.at(self._generation) != ahead
 
-        for limit in (settings.limit + 1, settings.limit - 1):
-            if limit < 1:
-                continue
-            ahead = with_limit(settings, limit)
-
-            def stop(ahead: Settings = ahead) -> bool:
-                if scrub_generation != self._scrub_generation:
-                    return True
-                return self._stale(generation) and not asked_for(ahead)
-
-            if stop():
-                return
-            try:
-                self.runner.run(ahead, stop)
-            except Cancelled:
-                return
-            except Exception:  # a neighbour that cannot run is simply not cached
-                continue
-
-    def _run(self, settings: Settings, generation: int) -> tuple[Outcome, list[str]]:
-        """Run ``settings``; anything past a second shows its progress bar (reading a trace,
-        then the decisions made of all)."""
-        bar = self.progress
-        bar.value, bar.max, bar.description = 0, 1, "reading"
-        later = threading.Timer(1.0, lambda: setattr(bar.layout, "visibility", "visible"))
-        later.daemon = True
-        later.start()
-        try:
-            if settings.trace is not None:
-                self.status.value = "<b>reading the trace file…</b>"
-                requests = len(self.runner.trace(settings.trace, settings.trace_format))
-                self.status.value = busy_html(self.drawn)
-            else:
-                requests = round(expected_requests(settings))
-            total = len(settings.algorithms) * requests
-            bar.value, bar.max, bar.description = 0, max(total, 1), "deciding"
-            if total >= self.progress_from:
-                bar.layout.visibility = "visible"
-            return self._decide_all(settings, generation)
-        finally:
-            later.cancel()
-
-    def _decide_all(self, settings: Settings, generation: int) -> tuple[Outcome, list[str]]:
-        bar, last = self.progress, [0.0]
-
-        def progress(done: int) -> None:
-            now = time.monotonic()
-            if now - last[0] > 0.2:
-                last[0] = now
-                bar.value = min(done, bar.max)
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            outcome = self.runner.run(settings, lambda: self._stale(generation), progress)
-        return outcome, [str(c.message) for c in caught]
+        self.running.ahead(settings, stop)
 
     def _show(self, outcome: Outcome, said: list[str]) -> None:
         client = self._choose_client(outcome)
-        payload = timeline_payload(outcome, client, notes=False)
-        payload["index"] = self._told = self.timeline.index
-        for row in payload["rows"]:
-            row["note"] = client_note(client, row)
+        payload = noted_payload(outcome, client)
+        payload["index"] = self.follow.told = self.timeline.index
         with self._hush():
             self.timeline.show(payload)
         self.summary.value = summary_html(outcome)
@@ -418,26 +346,9 @@ class Explorer:
             if list(self.controls.client.options) != shown:
                 self.controls.client.options = shown
             self.controls.client.value = client
-            self._servers(list(outcome.frames))
+            self.column.offer(list(outcome.frames), self._wanted)
         self._client = client
         return client
-
-    def _servers(self, algorithms: list[str]) -> None:
-        """The two servers' dropdowns offer the run's algorithms, keeping the ones chosen (or
-        those the address asks for)."""
-        wanted = self._wanted
-        page = self.page
-        keep = wanted.server if wanted is not None and wanted.server else self.state_of.value
-        beside = wanted.beside if wanted is not None else page.beside.value
-        if list(self.state_of.options) != algorithms:
-            self.state_of.options = algorithms
-        first = algorithms[0] if algorithms else None
-        self.state_of.value = keep if keep in algorithms else first
-        options = [("none", ""), *((a, a) for a in algorithms)]
-        if list(page.beside.options) != options:
-            page.beside.options = options
-        page.beside.value = beside if beside in algorithms else ""
-        page.pair(bool(page.beside.value))
 
     # -- the time bar -----------------------------------------------------------------------
     def _scrubbed(self, change: Any) -> None:
@@ -454,98 +365,7 @@ class Explorer:
         self.page.pair(bool(self.page.beside.value))
         self._pool.submit(self.timebar.retime)
 
-    # -- what the right column says ---------------------------------------------------------
-    def _render(self) -> None:
-        """The steps shown into the right column: one server or two side by side; with
-        *predict*, the first one's outcome hidden until answered; *why*, if open."""
-        tb, page = self.timebar, self.page
-        o, steps = tb.outcome, tb.steps
-        if o is None or not steps:
-            self.state.value, page.why.value = "", ""
-            page.answer.layout.display = "none"
-            return
-        first, step = next(iter(steps.items()))
-        limit, origin = o.settings.limit, o.origin_ms
-        hide = page.predict.value and self.guesses.hidden((first, tb.client or "", step.index))
-        if hide:
-            self.state.value = hidden_html(first, step, origin)
-        elif len(steps) > 1:
-            self.state.value = pair_html(steps, limit, origin)
-        else:
-            self.state.value = state_html(first, step, limit, origin)
-        page.answer.layout.display = "" if page.predict.value else "none"
-        if hide:
-            page.score.value = self.guesses.score()
-        page.why.value = self._why() if page.why_open.value and not hide else ""
-        self._write_address()
-
-    def _why(self) -> str:
-        """The why of the chosen request on each server shown (worked out once each)."""
-        tb = self.timebar
-        o, client = tb.outcome, tb.client
-        assert o is not None and client is not None
-        parts = []
-        for algorithm, step in tb.steps.items():
-            key = (id(o), algorithm, client, step.index)
-            if key not in self._whys:
-                stepper = tb.stepper(algorithm)
-                assert stepper is not None
-                try:
-                    said = why_html(
-                        o.settings.policies[algorithm], stepper.times, stepper.costs,
-                        step.index, client, o.settings.backend,
-                    )  # fmt: skip
-                except Exception as exc:  # the panel says it; the page goes on
-                    said = error_html(exc)
-                self._whys[key] = said
-            parts.append(f"<div><b>why: {algorithm}</b>{self._whys[key]}</div>")
-        return "".join(parts)
-
-    def _answer(self, admit: bool) -> None:
-        """The reader's guess of the chosen request: revealed, scored."""
-        tb, page = self.timebar, self.page
-        step, shown = tb.step, tb.algorithms()
-        if step is None or not shown or tb.outcome is None:
-            return
-        mine = tb.outcome.frames[shown[0]]
-        mine = mine[mine["client"] == tb.client]
-        remaining = int(mine["remaining"].iloc[step.index])
-        key = (shown[0], tb.client or "", step.index)
-        try:
-            said = self.guesses.answer(key, admit, page.remaining.value, step.allowed, remaining)
-        except Exception as exc:  # a remaining that is not a number: said, nothing revealed
-            page.score.value = error_html(exc)
-            return
-        page.remaining.value = ""
-        page.score.value = f"{said.line}; {self.guesses.score()}"
-        self._render()
-
-    # -- the timeline: a request picked, the limit dragged, requests painted -----------------
-    def _first_row(self) -> str | None:
-        o = self.timebar.outcome
-        return next(iter(o.frames), None) if o is not None else None
-
-    def _moved(self, i: int) -> None:
-        """The time bar chose request ``i`` of the first server shown: the timeline follows
-        (its index counts its first row's requests)."""
-        tb, first = self.timebar, self._first_row()
-        if tb.moment is None or first is None:
-            return
-        self._told = index_of(tb.times(first), tb.moment)
-        self.timeline.index = self._told
-
-    def _picked(self, change: Any) -> None:
-        """The reader chose a request in the timeline: the time bar shows it (a value the
-        kernel set itself is not a choice; compared by value, not by a flag, as the page's
-        message may arrive on another thread while the bar moves)."""
-        tb, first = self.timebar, self._first_row()
-        if change["new"] == self._told or first is None or tb.outcome is None:
-            return
-        times = tb.times(first)
-        if len(times):
-            at = moment_of(times, int(np.clip(change["new"], 0, len(times) - 1)))
-            self.scrub.value = index_of(tb.times(), at)
-
+    # -- the timeline: the limit dragged, requests painted, the rows enlarged -----------------
     def _dragged(self, change: Any) -> None:
         """The dashed limit was dragged: the limit control takes it (and a run follows)."""
         if not self._quiet:
@@ -564,14 +384,9 @@ class Explorer:
         self._changed({"owner": None})
 
     def _export(self) -> None:
-        """The run shown, at the request chosen, as one HTML file offered as a download."""
-        o, tb = self.outcome, self.timebar
-        if o is None:
-            return
-        payload = timeline_payload(o, tb.client, index=self.timeline.index, notes=False)
-        for row in payload["rows"]:
-            row["note"] = client_note(tb.client, row)
-        self.page.download.value = download_html(page_html(payload))
+        """The run shown, at the request chosen, offered as one HTML file (in the worker
+        thread: the run drawn last, the timeline's index as it is then)."""
+        self.share.export(self.outcome, self.timeline.index)
 
     def _large(self, change: Any) -> None:
         """Bigger text and rows, for a projector (or back)."""

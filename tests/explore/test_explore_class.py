@@ -58,11 +58,11 @@ def test_the_request_chosen_stays_chosen_across_servers_and_two_sit_side_by_side
 
 
 def test_the_why_panel_is_worked_out_only_while_it_is_open(burst, monkeypatch):
-    import simulator.explore.app as app
+    import simulator.explore.column as column
 
     asked: list[int] = []
-    real = app.why_html
-    monkeypatch.setattr(app, "why_html", lambda *a: asked.append(a[3]) or real(*a))
+    real = column.why_html
+    monkeypatch.setattr(column, "why_html", lambda *a: asked.append(a[3]) or real(*a))
     burst.state_of.value = "sliding_counter"
     for i in (101, 102):
         burst.step_to(i)
