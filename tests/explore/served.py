@@ -18,6 +18,8 @@ from simulator.backends.process import free_port
 from simulator.explore.serve import descendants, stop_served, voila_argv
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Debian's Chromium, the browser the browser tests drive (never a downloaded one).
+CHROMIUM = Path("/usr/bin/chromium")
 #: Long enough for a kernel to start and run on a busy 2-core machine.
 WAIT_S = 180.0
 
@@ -69,3 +71,14 @@ def children_running(pid: int, word: bytes) -> list[int]:
         if word in cmdline and state != "Z":
             found.append(child)
     return found
+
+
+def need_chromium() -> None:
+    """Skip the calling test module, with one line saying what to install, without Chromium."""
+    import pytest
+
+    if not CHROMIUM.exists():
+        pytest.skip(
+            "browser tests need Debian's Chromium: apt-get install -y chromium fonts-dejavu",
+            allow_module_level=True,
+        )

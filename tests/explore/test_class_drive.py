@@ -22,13 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
+from served import CHROMIUM, need_chromium  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(
-        "browser tests need Debian's Chromium: apt-get install -y chromium fonts-dejavu",
-        allow_module_level=True,
-    )
+need_chromium()
 
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from served import served  # noqa: E402
