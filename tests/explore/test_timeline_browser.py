@@ -169,11 +169,15 @@ def test_zoom_the_limit_and_painted_requests(page):
     page.keyboard.down("Shift")
     page.mouse.click(canvas["x"] + canvas["width"] / 2 + 30, axis_y)
     page.keyboard.up("Shift")
+    # the clicks are handled on the page's next frames: wait for them, not for a fixed time
+    page.wait_for_function("window.timelineModel.get('added').length === 2")
     added = page.evaluate("window.timelineModel.get('added')")
     assert [a["n"] for a in added] == [1, 10], added
-    assert "added: 11 requests" in page.locator(".tl-added").inner_text()
+    page.wait_for_function(
+        "document.querySelector('.tl-added').innerText.includes('added: 11 requests')"
+    )
     _click(page, "undo")
-    assert len(page.evaluate("window.timelineModel.get('added')")) == 1
+    page.wait_for_function("window.timelineModel.get('added').length === 1")
 
 
 def test_a_click_on_a_mark_chooses_it_and_ctrl_wheel_zooms(page):
