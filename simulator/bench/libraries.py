@@ -1,16 +1,20 @@
 """Benchmark ``libraries``: the limiters people run, unchanged, beside the built-in of the
-same algorithm, on the fake server.
+same algorithm, on the fake server and on the embedded Valkey.
 
 Each library strategy (``limits.moving_window`` ...) and its built-in twin (``sliding_log``)
 decide the same traffic (50 clients at 10 requests/s each, 100 per 60 s), each on a fresh fake
 server, taking turns; the figure is decisions per second of ``decide()``, the library's own
 calls (its redis-py client, its scripts, the clock moved by time-machine) against one direct
-script call. Printed, never asserted. Without the ``libraries`` extra it says what to install.
+script call. Then the same on a ``valkey-server`` started for the run (emptied before each
+decision run: it is the run's own), for every strategy whose decisions do not follow the server's
+clock (one line says why for the others). Printed, never asserted. Without the ``libraries``
+extra it says what to install.
 """
 
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends import FakeRedisBackend
@@ -33,10 +37,15 @@ TWINS = {
 }
 
 
-def _decide_all(name: str, decisions: int) -> int:
-    """Admitted of ``decisions`` requests decided by ``name`` on a fresh fake server."""
+def _decide_all(name: str, decisions: int, backend: Any = None) -> int:
+    """Admitted of ``decisions`` requests decided by ``name`` on a fresh fake server, or on
+    ``backend`` (a server of the run's own, emptied first)."""
     now = [0]
-    limiter = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), LIMIT, WINDOW_MS)
+    if backend is None:
+        backend = FakeRedisBackend(lambda: now[0])
+    else:
+        backend.client.flushdb()
+    limiter = ALGORITHMS[name](backend, LIMIT, WINDOW_MS)
     decide, admitted = limiter.decide, 0
     for k in range(decisions):
         t = now[0] = (k // CLIENTS) * 100 + k % CLIENTS
@@ -44,7 +53,44 @@ def _decide_all(name: str, decisions: int) -> int:
     return admitted
 
 
-def bench_libraries(decisions: int = 10_000) -> None:
+def _table(where: str, names: list[str], decisions: int, backend: Any = None) -> None:
+    """One table: each strategy beside its built-in twin, decisions per second on ``where``."""
+    print(
+        f"libraries: decisions/s on {where}, {decisions:,} decisions, {CLIENTS} clients, "
+        f"{LIMIT} per {WINDOW_MS // 1000} s (best of 3)"
+    )
+    print(f"{'library strategy':<32} {'dec/s':>9}  {'built-in':<16} {'dec/s':>9}  ratio  admitted")
+    for name in names:
+        twin = TWINS.get(name.split(".", 1)[1], "sliding_log")
+        best = best_of({n: partial(_decide_all, n, decisions, backend) for n in (name, twin)})
+        (lib_s, lib_ok), (twin_s, twin_ok) = best[name], best[twin]
+        print(
+            f"{name:<32} {decisions / lib_s:>9,.0f}  {twin:<16} {decisions / twin_s:>9,.0f}"
+            f"  {twin_s / lib_s:>5.2f}  {lib_ok:,} / {twin_ok:,}"
+        )
+
+
+def _on_valkey(names: list[str], decisions: int) -> None:
+    """The table on a valkey-server started (and stopped) here, for the strategies whose
+    decisions do not follow the server's clock; one line for each of the others."""
+    from simulator.backends import make_backend
+    from simulator.backends.choice import reads_server_clock
+
+    kept = []
+    for name in names:
+        why = reads_server_clock(ALGORITHMS[name])
+        if why:
+            print(f"{name}: not on Valkey: {why}")
+        else:
+            kept.append(name)
+    backend = make_backend("valkey")
+    try:
+        _table(f"the embedded Valkey ({backend.describe()})", kept, decisions, backend)
+    finally:
+        backend.close()  # and the server it started stopped
+
+
+def bench_libraries(decisions: int = 10_000, valkey: bool = True) -> None:
     from simulator.libraries import register
 
     try:
@@ -52,16 +98,7 @@ def bench_libraries(decisions: int = 10_000) -> None:
     except ConfigError as exc:
         print(f"libraries: {exc}")
         return
-    print(
-        f"libraries: decisions/s on the fake server, {decisions:,} decisions, {CLIENTS} clients, "
-        f"{LIMIT} per {WINDOW_MS // 1000} s (best of 3)"
-    )
-    print(f"{'library strategy':<32} {'dec/s':>9}  {'built-in':<16} {'dec/s':>9}  ratio  admitted")
-    for name in names:
-        twin = TWINS.get(name.split(".", 1)[1], "sliding_log")
-        best = best_of({n: partial(_decide_all, n, decisions) for n in (name, twin)})
-        (lib_s, lib_ok), (twin_s, twin_ok) = best[name], best[twin]
-        print(
-            f"{name:<32} {decisions / lib_s:>9,.0f}  {twin:<16} {decisions / twin_s:>9,.0f}"
-            f"  {twin_s / lib_s:>5.2f}  {lib_ok:,} / {twin_ok:,}"
-        )
+    _table("the fake server", names, decisions)
+    if valkey:
+        print()
+        _on_valkey(names, decisions)

@@ -243,11 +243,24 @@ def test_without_the_extra_naming_one_says_what_to_install(tmp_path):
 def test_bench_libraries_prints_a_row_per_library_strategy(capsys):
     from simulator.bench.libraries import bench_libraries
 
-    bench_libraries(20)  # the rows, not the figures: a few decisions each
+    bench_libraries(20, valkey=False)  # the rows, not the figures: a few decisions each
     lines = capsys.readouterr().out.splitlines()
     rows = {line.split()[0]: line.split()[2] for line in lines[2:]}
     assert rows["limits.moving_window"] == "sliding_log"  # each beside its built-in twin
     assert set(EXPECTED) <= set(rows)
+
+
+@pytest.mark.server
+def test_bench_libraries_has_a_valkey_table_and_says_which_stay_off_it(capsys):
+    from simulator.bench.libraries import bench_libraries
+
+    bench_libraries(20)
+    out = capsys.readouterr().out
+    valkey = out.split("\n\n", 1)[1]  # the second table, after the fake server's
+    head = valkey.index("libraries: decisions/s on the embedded Valkey")
+    rows = {line.split()[0]: line.split()[2] for line in valkey[head:].splitlines()[2:]}
+    assert rows["limits.moving_window"] == "sliding_log"  # Python's clock: on Valkey too
+    assert "throttled.token_bucket: not on Valkey: " in valkey  # it reads the server's TIME
 
 
 @pytest.mark.server
