@@ -67,6 +67,18 @@ def run_cli(
     )
 
 
+def one_message(done: Any, *needles: str) -> str:
+    """A refusal as the user reads it: exit status 2, no traceback, one line on stderr that
+    holds each of ``needles``; the line."""
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
 def run_main(
     *args: str | Path,
     cwd: Path = ROOT,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ROOT, run_cli
+from conftest import one_message as refused
 
 SPECS = (
     "--baseline",
@@ -29,12 +30,9 @@ def trace(tmp_path: Path) -> Path:
 
 
 def one_message(done: subprocess.CompletedProcess, *needles: str) -> None:
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr and done.stdout == ""
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+    """The shared refusal check, and nothing on stdout: a bad plan is refused before a run."""
+    refused(done, *needles)
+    assert done.stdout == "", done.stdout
 
 
 def test_over_the_budget_exits_1_and_writes_the_report(tmp_path):

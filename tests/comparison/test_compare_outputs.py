@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_main
+from conftest import ROOT, one_message, run_main
 
 SPECS = ("--baseline", "fixed_window:limit=3,window=1", "--candidate", "gcra:limit=3,window=1")
 
@@ -20,16 +20,6 @@ def trace(tmp_path: Path) -> Path:
     path = tmp_path / "t.csv"
     path.write_text("t_ms,client\n" + "".join(f"{i * 100},c{i % 3}\n" for i in range(40)))
     return path
-
-
-def one_message(done: subprocess.CompletedProcess, *needles: str) -> str:
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.mark.parametrize("other", ["same", "dot", "link"])

@@ -8,20 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_main
+from conftest import one_message, run_main
 
 FW = ("--algorithm", "fixed_window", "--limit", "10", "--window", "1")
 COMPARE = ("--baseline", "fixed_window:limit=10,window=1", "--candidate", "gcra:limit=10,window=1")
-
-
-def one_message(done, *needles: str) -> str:
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def small_trace(tmp_path: Path) -> Path:
