@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.base import Limiter
+from simulator.policy import lookup
 
 __all__ = ["Trace", "battery", "COST_TRACE", "takes_cost", "traces_for"]
 
@@ -100,15 +101,18 @@ COST_TRACE = Trace(
 )
 
 
-def takes_cost(name: str) -> bool:
-    """True for a reference, or a script whose declaration passes the cost."""
-    decl = getattr(ALGORITHMS[name], "declaration", None)
+def takes_cost(algorithm: str | type[Limiter]) -> bool:
+    """True for a reference, or a script whose declaration passes the cost (a registered name,
+    or the class)."""
+    decl = getattr(lookup(algorithm), "declaration", None)
     return decl is None or "cost" in decl.argv
 
 
-def traces_for(script: str, against: str, seed: int = 0) -> list[Trace]:
-    """The traces ``script`` is graded on against ``against``: the battery, and the costly
-    requests when both take a cost."""
+def traces_for(
+    script: str | type[Limiter], against: str | type[Limiter], seed: int = 0
+) -> list[Trace]:
+    """The traces ``script`` is graded on against ``against`` (names or classes): the battery,
+    and the costly requests when both take a cost."""
     traces = battery(seed)
     if takes_cost(script) and takes_cost(against):
         traces.append(COST_TRACE)

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from simulator.algorithms import ALGORITHMS, REFERENCES
+from simulator.algorithms.base import Limiter
 from simulator.backends import FakeRedisBackend
+from simulator.policy import lookup
 from simulator.records import Decision
 from simulator.userscripts.battery import COST_TRACE, Trace, battery, takes_cost, traces_for
 from simulator.userscripts.fields import (
@@ -147,16 +148,16 @@ class Verdict:
 Decider = Callable[[str, int, int], Decision]
 
 
-def own_params(name: str, params: Mapping[str, float]) -> dict[str, float]:
-    """Those of ``params`` that algorithm ``name`` declares."""
-    declared = {q.name for q in ALGORITHMS[name].params_declared}
+def _own_params(cls: type[Limiter], params: Mapping[str, float]) -> dict[str, float]:
+    """Those of ``params`` that algorithm ``cls`` declares."""
+    declared = {q.name for q in cls.params_declared}
     return {k: v for k, v in params.items() if k in declared}
 
 
-def _script(name: str, trace: Trace, params: Mapping[str, float]) -> Decider:
+def _script(cls: type[Limiter], trace: Trace, params: Mapping[str, float]) -> Decider:
     now = [0]
-    limiter = ALGORITHMS[name](
-        FakeRedisBackend(lambda: now[0]), trace.limit, trace.window_ms, **own_params(name, params)
+    limiter = cls(
+        FakeRedisBackend(lambda: now[0]), trace.limit, trace.window_ms, **_own_params(cls, params)
     )
 
     def decide(client: str, t_ms: int, cost: int) -> Decision:
@@ -166,8 +167,11 @@ def _script(name: str, trace: Trace, params: Mapping[str, float]) -> Decider:
     return decide
 
 
-def _reference(name: str, trace: Trace, params: Mapping[str, float]) -> Decider:
-    return REFERENCES[name](trace.limit, trace.window_ms, **own_params(name, params)).decide
+def _reference(cls: type[Limiter], trace: Trace, params: Mapping[str, float]) -> Decider:
+    reference = getattr(cls, "reference", None)
+    if reference is None:  # a user's script: no reference (REFERENCES has no such key)
+        raise KeyError(cls.name)
+    return reference(trace.limit, trace.window_ms, **_own_params(cls, params)).decide
 
 
 def _pairs(trace: Trace, a: Decider, b: Decider) -> Iterator[tuple[int, Decision, Decision]]:
@@ -176,14 +180,14 @@ def _pairs(trace: Trace, a: Decider, b: Decider) -> Iterator[tuple[int, Decision
         yield i, a(client, t, cost), b(client, t, cost)
 
 
-def fields_of(name: str) -> tuple[str, ...] | None:
-    """The reply fields registered algorithm ``name`` returns: a script's declared ones, or
-    None for one of Python's, which returns them all."""
-    decl = getattr(ALGORITHMS[name], "declaration", None)
+def fields_of(algorithm: str | type[Limiter]) -> tuple[str, ...] | None:
+    """The reply fields an algorithm (a registered name, or its class) returns: a script's
+    declared ones, or None for one of Python's, which returns them all."""
+    decl = getattr(lookup(algorithm), "declaration", None)
     return None if decl is None else tuple(decl.reply)
 
 
-def _both(script: str, against: str, reference: bool) -> tuple[str, ...]:
+def _both(script: type[Limiter], against: type[Limiter], reference: bool) -> tuple[str, ...]:
     """The fields compared: those the script returns (and, for a second script, it too)."""
     mine = fields_of(script)
     theirs = None if reference else fields_of(against)
@@ -193,8 +197,8 @@ def _both(script: str, against: str, reference: bool) -> tuple[str, ...]:
 
 
 def check(
-    script: str,
-    against: str,
+    script: str | type[Limiter],
+    against: str | type[Limiter],
     reference: bool = True,
     seed: int = 0,
     params: Mapping[str, float] | None = None,
@@ -204,19 +208,22 @@ def check(
     ``reference=False``, against the registered script ``against``): every field the script
     returns (:func:`~simulator.userscripts.fields.compared`), or ``only`` those of them (e.g.
     ``("allowed",)``: the decisions alone), for every request of every trace. ``params``
-    (e.g. ``{"burst": 5}``) go to each side that declares them."""
+    (e.g. ``{"burst": 5}``) go to each side that declares them. Either side may be given as
+    its Limiter class; a name is looked up here, once."""
+    mine_cls = lookup(script, owner="check.script")
+    theirs_cls = lookup(against, owner="check.against")
     other = _reference if reference else _script
     params = dict(params or {})
-    fields = declared = _both(script, against, reference)
+    fields = declared = _both(mine_cls, theirs_cls, reference)
     if only is not None:
         fields = tuple(f for f in declared if f in set(only))
     decisions = 0
     first: Mismatch | None = None
     differences: dict[str, int] = {}
     by_field: dict[str, int] = {}
-    traces = traces_for(script, against, seed)
+    traces = traces_for(mine_cls, theirs_cls, seed)
     for trace in traces:
-        mine, theirs = _script(script, trace, params), other(against, trace, params)
+        mine, theirs = _script(mine_cls, trace, params), other(theirs_cls, trace, params)
         history: list[tuple[int, str, bool, bool]] = []
         pairs = _pairs(trace, mine, theirs)
         for i, said, expected in _located(trace, pairs):
