@@ -27,11 +27,12 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.base import Limiter
 from simulator.backends import Backend, BackendError, FakeRedisBackend, ScriptError
 from simulator.backends.base import _SERVER_ERRORS
 from simulator.backends.fake import script_limits
 from simulator.checks import ConfigError
+from simulator.policy import lookup
 from simulator.userscripts.limiter import UserScript, UserScriptError, user_failure
 
 __all__ = [
@@ -96,17 +97,25 @@ def eviction_risk(backend: Backend) -> str | None:
     return None
 
 
+def _users_scripts(algorithms: Iterable[str | type[Limiter]]) -> list[type[UserScript]]:
+    """The users' scripts among ``algorithms`` (each a registered name, looked up once here,
+    or the class)."""
+    classes = [lookup(a) for a in algorithms]
+    return [cls for cls in classes if issubclass(cls, UserScript)]
+
+
 def check_foreign(
     backend: Backend,
-    algorithms: Iterable[str],
+    algorithms: Iterable[str | type[Limiter]],
     options: Any,
     rehearse: Rehearsal,
 ) -> None:
     """Refuse (:class:`ConfigError`, exit status 2) what would endanger a server the program
     did not start, before the run touches it; rehearse its users' scripts on the fake server.
 
-    ``options`` carries ``run_script_on_foreign_server`` and ``allow_eviction`` (the flags).
-    Nothing happens on the fake server or on a server the program started.
+    ``algorithms`` are the run's: registered names or Limiter classes. ``options`` carries
+    ``run_script_on_foreign_server`` and ``allow_eviction`` (the flags). Nothing happens on the
+    fake server or on a server the program started.
     """
     if not is_foreign(backend):
         return
@@ -118,11 +127,11 @@ def check_foreign(
                 f"server without eviction (maxmemory-policy noeviction), or pass {EVICTION_FLAG} "
                 "to run on it all the same"
             )
-    scripts = [a for a in algorithms if issubclass(ALGORITHMS[a], UserScript)]
+    scripts = _users_scripts(algorithms)
     if not scripts:
         return
     if not getattr(options, "run_script_on_foreign_server", False):
-        paths = ", ".join(str(ALGORITHMS[a].path) for a in scripts)  # type: ignore[attr-defined]
+        paths = ", ".join(str(cls.path) for cls in scripts)
         raise ConfigError(
             f"backend {backend.name}: a server the program did not start, where other programs "
             f"keep their data: your script ({paths}) does not run there by default. The guard "
@@ -132,10 +141,10 @@ def check_foreign(
             f"pass {SCRIPT_FLAG} to take that risk (the script then first runs over the same "
             "requests on the fake server, within its time and memory budgets)"
         )
-    for algorithm in scripts:
+    for cls in scripts:
         fake = FakeRedisBackend()
         try:
-            rehearse(algorithm, fake)
+            rehearse(cls.name, fake)
         except (ScriptError, ConfigError) as exc:
             failed = user_failure(exc) if isinstance(exc, ScriptError) else None
             said = str(failed or exc)
@@ -148,7 +157,7 @@ def check_foreign(
     time_s, _ = script_limits()
     hold_back = getattr(backend, "hold_back", None)
     if hold_back is not None:
-        hold_back([f"user:{a}" for a in scripts], time_s)
+        hold_back([f"user:{cls.name}" for cls in scripts], time_s)
 
 
 def remove_keys(backend: Backend, keys: Iterable[str], kept: Iterable[str] = ()) -> int:

@@ -22,20 +22,23 @@ __all__ = ["Shipped", "shipped", "install", "digest"]
 Shipped = tuple[str, str, str, Declaration, str]
 
 
-def _user_class(algorithm: str) -> type | None:
+def _user_class(algorithm: str | type) -> type | None:
+    """The user's script ``algorithm`` is (its class, or a name: one a worker was sent is
+    looked up here, where it arrives, and may not be registered yet), or None."""
     from simulator.algorithms import ALGORITHMS
     from simulator.userscripts.limiter import UserScript
 
-    cls = ALGORITHMS.get(algorithm)
+    cls = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else algorithm
     return cls if cls is not None and issubclass(cls, UserScript) else None
 
 
-def shipped(algorithm: str) -> Shipped | None:
-    """What a worker needs to run ``algorithm``, or None for a built-in algorithm."""
+def shipped(algorithm: str | type) -> Shipped | None:
+    """What a worker needs to run ``algorithm`` (its name or its class), or None for a
+    built-in algorithm."""
     cls = _user_class(algorithm)
     if cls is None:
         return None
-    return (algorithm, str(cls.path), cls.source, cls.declaration, cls.colour)  # type: ignore[attr-defined]
+    return (cls.name, str(cls.path), cls.source, cls.declaration, cls.colour)  # type: ignore[attr-defined]
 
 
 def install(script: Shipped | None) -> None:
@@ -51,8 +54,9 @@ def install(script: Shipped | None) -> None:
     install_script(name, Path(path), source, declaration, colour)
 
 
-def digest(algorithm: str) -> str | None:
-    """A short hash of a user's script and its declaration (None for a built-in algorithm)."""
+def digest(algorithm: str | type) -> str | None:
+    """A short hash of a user's script and its declaration (None for a built-in algorithm);
+    ``algorithm``: its name or its class."""
     script = shipped(algorithm)
     if script is None:
         return None
