@@ -36,7 +36,10 @@ from simulator.checks import ConfigError
 from simulator.playback.files import read_regular
 
 if TYPE_CHECKING:
-    from simulator.algorithms.base import Param
+    from simulator.algorithms.base import Limiter, Param
+
+#: The grid's algorithms, each name with its Limiter class.
+Resolved = Sequence[tuple[str, "type[Limiter]"]]
 
 __all__ = [
     "SweepSpec",
@@ -104,14 +107,24 @@ def parse_spec(data: Mapping[str, Any], source: str = "spec") -> SweepSpec:
     checked = _axes(owner, study, grid)
     if study.check_grid is not None:  # every point's size, before any runs
         study.check_grid(owner, checked)
-    params = _params(owner, grid.get("params", {}), checked["algorithm"])
+    algorithms = _resolved(source, checked["algorithm"])
+    params = _params(owner, grid.get("params", {}), algorithms)
     spec = SweepSpec(name, study.name, checked, params, source)
-    if grid_size(spec) > MAX_POINTS:
+    if _grid_size(spec, algorithms) > MAX_POINTS:
         raise ConfigError(f"{source}: grid: more than {MAX_POINTS:,} points; split the sweep")
     if spec.params:  # each value of an algorithm's own parameter is checked at every point
-        for _ in _iter_points(spec):
+        for _ in _iter_points(spec, algorithms):
             pass
     return spec
+
+
+def _resolved(source: str, names: Sequence[str]) -> Resolved:
+    """The grid's algorithms with their classes, each name looked up once. Each public function
+    here does it at its first line, not the spec once for all: a user's script registered again
+    since the spec was made is the version its points run (and name: ``script_sha``)."""
+    from simulator.policy import lookup
+
+    return [(name, lookup(name, owner=f"{source}: grid.algorithm")) for name in names]
 
 
 def _study(source: str, study_name: object) -> Any:
@@ -162,12 +175,10 @@ def _values(owner: str, name: str, raw: Any) -> list[Any]:
     return values
 
 
-def _params(owner: str, raw: Any, algorithms: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
-    from simulator.algorithms import ALGORITHMS
-
+def _params(owner: str, raw: Any, algorithms: Resolved) -> dict[str, tuple[Any, ...]]:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{owner}.params: must be a table ([grid.params])")
-    declared = {p.name for a in algorithms for p in ALGORITHMS[a].params_declared}
+    declared = {p.name for _, cls in algorithms for p in cls.params_declared}
     out: dict[str, tuple[Any, ...]] = {}
     for name, value in raw.items():
         if name not in declared:
@@ -179,27 +190,22 @@ def _params(owner: str, raw: Any, algorithms: tuple[str, ...]) -> dict[str, tupl
     return out
 
 
-def _iter_points(spec: SweepSpec, limit: int | None = None) -> Any:
-    from simulator.algorithms import ALGORITHMS
+def _iter_points(spec: SweepSpec, algorithms: Resolved) -> Any:
     from simulator.sweeps.studies import STUDIES
     from simulator.userscripts.shipping import digest
 
     study = STUDIES[spec.study]
     others = [n for n in spec.grid if n != "algorithm"]
-    count = 0
-    for algorithm in spec.grid["algorithm"]:
-        declared = ALGORITHMS[algorithm].params_declared
+    for algorithm, cls in algorithms:
+        declared = cls.params_declared
         own = [p.name for p in declared if p.name in spec.params]
-        sha = digest(algorithm)  # a user's script: which version
+        sha = digest(cls)  # a user's script: which version
         for combo in itertools.product(*(spec.grid[n] for n in others)):
             point = {"algorithm": algorithm, **dict(zip(others, combo, strict=True))}
             for values in itertools.product(*(spec.params[n] for n in own)):
                 given = dict(zip(own, values, strict=True))
                 full = _point(spec, point, given, declared, sha)
                 yield study.derive(full, spec) if study.derive else full
-                count += 1
-                if limit is not None and count >= limit:
-                    return
 
 
 def _point(
@@ -231,24 +237,24 @@ def _point(
 def iter_points(spec: SweepSpec) -> Any:
     """The grid points one at a time, in :func:`grid_points`' order (a big grid is never held
     whole: a sweep makes each task's parameters when it is about to send it)."""
-    return _iter_points(spec)
+    return _iter_points(spec, _resolved(spec.source, spec.grid["algorithm"]))
 
 
 def grid_size(spec: SweepSpec) -> int:
     """How many points the grid has, counted without making them."""
-    from simulator.algorithms import ALGORITHMS
+    return _grid_size(spec, _resolved(spec.source, spec.grid["algorithm"]))
 
+
+def _grid_size(spec: SweepSpec, algorithms: Resolved) -> int:
     others = math.prod(len(v) for n, v in spec.grid.items() if n != "algorithm")
     return sum(
         others
-        * math.prod(
-            len(spec.params[p.name]) for p in ALGORITHMS[a].params_declared if p.name in spec.params
-        )
-        for a in spec.grid["algorithm"]
+        * math.prod(len(spec.params[p.name]) for p in cls.params_declared if p.name in spec.params)
+        for _, cls in algorithms
     )
 
 
 def grid_points(spec: SweepSpec) -> list[dict[str, Any]]:
     """Every grid point, in order (algorithm outermost, then the study's axes as listed, the
     algorithm's own parameters innermost); each is one task's parameters."""
-    return list(_iter_points(spec))
+    return list(iter_points(spec))
