@@ -76,13 +76,13 @@ def bench_compare(
     decisions: int = LINES // 500, out: Callable[[str], None] = print, lines: int | None = None
 ) -> None:
     """The bench over a log of ``decisions`` x 500 lines (``lines``, when given)."""
-    from simulator.algorithms import ALGORITHMS
     from simulator.backends.choice import default_backend
+    from simulator.comparison.spec import resolve_candidates
     from simulator.comparison.synthetic import SyntheticLog, write_log
 
     lines = decisions * 500 if lines is None else lines
-    names = [BASELINE, *CANDIDATES]
-    choice = default_backend([ALGORITHMS[s.split(":")[0]] for s in names])
+    base, others = resolve_candidates(BASELINE, CANDIDATES)  # the SPECs, as compare reads them
+    choice = default_backend([c.policy.algorithm for c in (base, *others)])
     shape = SyntheticLog(lines, clients=max(1000, lines // 25), seed=1)
     out(choice.line)
     out(

@@ -16,10 +16,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.base import Limiter
 from simulator.backends import FakeRedisBackend
 from simulator.bench.timing import best_of
 from simulator.checks import ConfigError
+from simulator.policy import lookup
 
 __all__ = ["bench_libraries", "TWINS"]
 
@@ -36,16 +37,25 @@ TWINS = {
     "gcra": "gcra",
 }
 
+#: A library strategy and its built-in twin.
+Pair = tuple[type[Limiter], type[Limiter]]
 
-def _decide_all(name: str, decisions: int, backend: Any = None) -> int:
-    """Admitted of ``decisions`` requests decided by ``name`` on a fresh fake server, or on
+
+def _pairs(names: list[str]) -> list[Pair]:
+    """Each library strategy registered (by its name) with its built-in twin, both looked up
+    once, here, where their names come in."""
+    return [(lookup(n), lookup(TWINS.get(n.split(".", 1)[1], "sliding_log"))) for n in names]
+
+
+def _decide_all(cls: type[Limiter], decisions: int, backend: Any = None) -> int:
+    """Admitted of ``decisions`` requests decided by ``cls`` on a fresh fake server, or on
     ``backend`` (a server of the run's own, emptied first)."""
     now = [0]
     if backend is None:
         backend = FakeRedisBackend(lambda: now[0])
     else:
         backend.client.flushdb()
-    limiter = ALGORITHMS[name](backend, LIMIT, WINDOW_MS)
+    limiter = cls(backend, LIMIT, WINDOW_MS)
     decide, admitted = limiter.decide, 0
     for k in range(decisions):
         t = now[0] = (k // CLIENTS) * 100 + k % CLIENTS
@@ -53,16 +63,16 @@ def _decide_all(name: str, decisions: int, backend: Any = None) -> int:
     return admitted
 
 
-def _table(where: str, names: list[str], decisions: int, backend: Any = None) -> None:
+def _table(where: str, pairs: list[Pair], decisions: int, backend: Any = None) -> None:
     """One table: each strategy beside its built-in twin, decisions per second on ``where``."""
     print(
         f"libraries: decisions/s on {where}, {decisions:,} decisions, {CLIENTS} clients, "
         f"{LIMIT} per {WINDOW_MS // 1000} s (best of 3)"
     )
     print(f"{'library strategy':<32} {'dec/s':>9}  {'built-in':<16} {'dec/s':>9}  ratio  admitted")
-    for name in names:
-        twin = TWINS.get(name.split(".", 1)[1], "sliding_log")
-        best = best_of({n: partial(_decide_all, n, decisions, backend) for n in (name, twin)})
+    for pair in pairs:
+        name, twin = pair[0].name, pair[1].name
+        best = best_of({c.name: partial(_decide_all, c, decisions, backend) for c in pair})
         (lib_s, lib_ok), (twin_s, twin_ok) = best[name], best[twin]
         print(
             f"{name:<32} {decisions / lib_s:>9,.0f}  {twin:<16} {decisions / twin_s:>9,.0f}"
@@ -70,19 +80,19 @@ def _table(where: str, names: list[str], decisions: int, backend: Any = None) ->
         )
 
 
-def _on_valkey(names: list[str], decisions: int) -> None:
+def _on_valkey(pairs: list[Pair], decisions: int) -> None:
     """The table on a valkey-server started (and stopped) here, for the strategies whose
     decisions do not follow the server's clock; one line for each of the others."""
     from simulator.backends import make_backend
     from simulator.backends.choice import reads_server_clock
 
     kept = []
-    for name in names:
-        why = reads_server_clock(ALGORITHMS[name])
+    for pair in pairs:
+        why = reads_server_clock(pair[0])
         if why:
-            print(f"{name}: not on Valkey: {why}")
+            print(f"{pair[0].name}: not on Valkey: {why}")
         else:
-            kept.append(name)
+            kept.append(pair)
     backend = make_backend("valkey")
     try:
         _table(f"the embedded Valkey ({backend.describe()})", kept, decisions, backend)
@@ -98,7 +108,8 @@ def bench_libraries(decisions: int = 10_000, valkey: bool = True) -> None:
     except ConfigError as exc:
         print(f"libraries: {exc}")
         return
-    _table("the fake server", names, decisions)
+    pairs = _pairs(names)
+    _table("the fake server", pairs, decisions)
     if valkey:
         print()
-        _on_valkey(names, decisions)
+        _on_valkey(pairs, decisions)

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from simulator.algorithms import ALGORITHMS
+from simulator.algorithms.base import Limiter
 from simulator.backends import FakeRedisBackend
+from simulator.policy import lookup
 
 __all__ = [
     "BUILT_INS",
@@ -39,16 +40,17 @@ def library_strategies() -> list[str]:
 
 
 def decide_trace(
-    name: str,
+    algorithm: str | type[Limiter],
     t_ms: Sequence[int],
     clients: Sequence[str],
     limit: int,
     window_ms: int,
     costs: Sequence[int] | None = None,
 ) -> np.ndarray:
-    """Whether each request was admitted by ``name``, decided in order on a fresh fake server."""
+    """Whether each request was admitted by ``algorithm`` (a registered name, or the class),
+    decided in order on a fresh fake server."""
     now = [0]
-    limiter = ALGORITHMS[name](FakeRedisBackend(lambda: now[0]), limit, window_ms)
+    limiter = lookup(algorithm)(FakeRedisBackend(lambda: now[0]), limit, window_ms)
     out = np.zeros(len(t_ms), dtype=bool)
     weights = costs if costs is not None else [1] * len(t_ms)
     for i, (t, c, k) in enumerate(zip(t_ms, clients, weights, strict=True)):
@@ -57,17 +59,19 @@ def decide_trace(
     return out
 
 
-def _names() -> list[str]:
-    return [*BUILT_INS, *library_strategies()]
+def _algorithms() -> list[type[Limiter]]:
+    """The built-ins and the library strategies, each name looked up once, where a table
+    starts."""
+    return [lookup(name) for name in (*BUILT_INS, *library_strategies())]
 
 
 def cards_case(limit: int = 100, window_s: int = 60) -> pd.DataFrame:
     """100 requests at second 59 and 100 at 61, 100 per minute: admitted by each."""
     t_ms = [59_000] * limit + [61_000] * limit
     rows = []
-    for name in _names():
-        admitted = decide_trace(name, t_ms, ["user"] * len(t_ms), limit, window_s * 1000)
-        rows.append({"algorithm": name, "admitted": int(admitted.sum()), "of": len(t_ms)})
+    for cls in _algorithms():
+        admitted = decide_trace(cls, t_ms, ["user"] * len(t_ms), limit, window_s * 1000)
+        rows.append({"algorithm": cls.name, "admitted": int(admitted.sum()), "of": len(t_ms)})
     return pd.DataFrame(rows)
 
 
@@ -96,11 +100,11 @@ def against_exact(
     """Each algorithm's admitted, and its decisions that differ from the exact log's."""
     exact = decide_trace(EXACT, t_ms, clients, limit, window_s * 1000)
     rows = []
-    for name in _names():
-        got = decide_trace(name, t_ms, clients, limit, window_s * 1000)
+    for cls in _algorithms():
+        got = decide_trace(cls, t_ms, clients, limit, window_s * 1000)
         rows.append(
             {
-                "algorithm": name,
+                "algorithm": cls.name,
                 "admitted": int(got.sum()),
                 "wrongly admitted": int((got & ~exact).sum()),
                 "wrongly refused": int((~got & exact).sum()),
