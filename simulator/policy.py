@@ -9,10 +9,13 @@ again: a :class:`~simulator.engine.scenario.Scenario` holds one, the replay reso
 first line (a name, a class or a Policy), one CLI replay resolves one for its key plan
 (:func:`~simulator.engine.own_keys.run_keys`), its header columns and the replay; a compare
 candidate, the memory study's layouts and the big-key study build theirs from it. The
-production studies, the bulk reference (:mod:`simulator.fastref`) and the charts' palette take a
-name or the class and call :func:`lookup` once, at their first line. Names still travel where a
-value crosses to a Dask worker (a candidate, a sweep point, a shard's task: a user's script is
-installed there first).
+production studies, the bulk reference (:mod:`simulator.fastref`), the charts' palette, the
+grading of a user's script (:func:`~simulator.userscripts.check.check`), the check of a server
+the program did not start, the libraries' study and bench, and a sweep spec's grid take a name
+or the class and call :func:`lookup` once, at their first line, and hand the class inward.
+Names still travel where a value crosses to a Dask worker (a candidate, a sweep point, a
+shard's task: a user's script is installed there first). CONTRIBUTING.md says how the lookups
+left below the edges are counted.
 """
 
 from __future__ import annotations
