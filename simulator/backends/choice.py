@@ -9,13 +9,14 @@ follow the server's own clock (``echomq``'s window is its key's TTL; a library t
 server's ``TIME``; a user's script declared ``server_time`` or calling ``TIME``) would run on
 the wall clock there: those stay on the fake server, whose clock is the simulation's.
 
-:func:`default_backend` says which, and why, in one line the commands print first (as the
-backend opens, once the input was checked). ``--backend`` still forces one. For now a command
-chooses only when ``SIMULATOR_BACKEND_DEFAULT=auto`` is set (:func:`for_command`); without it
-the default stays the fake server, silently, since the suite's checks of the commands' bad-input
-messages (one line on standard error) and of their output on the default backend were written
-for it. ``bench compare`` measures both. Nothing here imports the algorithms: the caller hands over their classes,
-which say ``uses_server_time`` (and a user's script its ``source``).
+:func:`default_backend` says which, and why, in one line (:attr:`BackendChoice.line`);
+:func:`for_command` is what compare and replay ask when ``--backend`` is not named, and
+``simulator.cli.chosen`` says the line where the run reports, once it finished, so that bad
+input stays one message. ``--backend`` still forces one; so does :data:`DEFAULT_ENV` for every
+run of a shell (``SIMULATOR_BACKEND_DEFAULT=fakeredis``: the fake server, silently, as before
+the choice was made). ``bench compare`` measures both. Nothing here imports the algorithms:
+the caller hands over their classes, which say ``uses_server_time`` (and a user's script its
+``source``).
 """
 
 from __future__ import annotations
@@ -23,19 +24,20 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from simulator.backends.specs import BackendSpec, resolve_spec
+from simulator.backends.specs import BACKEND_SPECS, BackendSpec, is_spec, redact, resolve_spec
+from simulator.checks import ConfigError
 
 __all__ = [
     "BackendChoice",
     "DEFAULT_ENV",
+    "environment_default",
     "for_command",
     "spec_of",
-    "say_chosen",
+    "fallen_back",
     "SHORTEST_WINDOW_MS",
     "VALKEY_LACKS",
     "default_backend",
@@ -62,7 +64,7 @@ class Timed(Protocol):
 
 @dataclass(frozen=True)
 class BackendChoice:
-    """The backend picked and the sentence saying why (printed first by the commands)."""
+    """The backend picked and the sentence saying why (the commands say it with their report)."""
 
     spec: BackendSpec
     reason: str
@@ -73,42 +75,52 @@ class BackendChoice:
 
     @property
     def line(self) -> str:
+        """``backend valkey (default): sliding_log takes time from now_ms in ARGV, ...``"""
         return f"backend {self.spec} (default): {self.reason}"
 
-    def announce(self) -> BackendSpec:
-        """The line said on standard error; the spec."""
-        print(self.line, file=sys.stderr, flush=True)
-        return self.spec
 
-
-#: ``SIMULATOR_BACKEND_DEFAULT=auto``: compare and replay pick by :func:`default_backend` when
-#: ``--backend`` is not named; unset (or ``fakeredis``), the fake server, as before, silently.
+#: ``SIMULATOR_BACKEND_DEFAULT``: ``auto`` (or unset) lets compare and replay pick by
+#: :func:`default_backend` when ``--backend`` is not named; a backend spec (``fakeredis``,
+#: ``valkey``, a URL) is taken as if ``--backend`` named it, silently.
 DEFAULT_ENV = "SIMULATOR_BACKEND_DEFAULT"
 
 
+def environment_default() -> BackendSpec | None:
+    """The backend :data:`DEFAULT_ENV` forces, or None when it is ``auto`` or unset; a value
+    that is neither is one :class:`ConfigError` naming the variable."""
+    text = os.environ.get(DEFAULT_ENV, "").strip()
+    if text in ("", "auto"):
+        return None
+    if not is_spec(text):
+        raise ConfigError(
+            f"{DEFAULT_ENV}={redact(text)!r}: must be auto or a --backend spec "
+            f"({', '.join(BACKEND_SPECS)})"
+        )
+    return resolve_spec(text)
+
+
 def for_command(algorithms: Sequence[Timed], **how: object) -> BackendChoice | None:
-    """The choice a command makes when ``--backend`` is not named: :func:`default_backend`
-    when :data:`DEFAULT_ENV` is ``auto``, None (the fake server, nothing said) otherwise."""
-    wanted = os.environ.get(DEFAULT_ENV, "fakeredis")
-    if wanted != "auto":
+    """The choice a command makes when ``--backend`` is not named: :func:`default_backend`,
+    or None when :data:`DEFAULT_ENV` forces a backend (:func:`spec_of` gives it)."""
+    if environment_default() is not None:
         return None
     return default_backend(algorithms, **how)  # type: ignore[arg-type]
 
 
 def spec_of(choice: BackendChoice | None) -> BackendSpec:
-    """The spec a command runs on: the choice's, or the fake server's when none was made."""
-    return resolve_spec("fakeredis") if choice is None else choice.spec
+    """The spec a command runs on: the choice's, or the one :data:`DEFAULT_ENV` forces."""
+    if choice is not None:
+        return choice.spec
+    return environment_default() or resolve_spec("fakeredis")
 
 
-def say_chosen(args: object) -> bool:
-    """Say the line of the backend a command chose (``args.backend_choice``, set when
-    ``--backend`` was not named), as the run opens it: the first line it prints, after the
-    input was checked (bad input is still one line). Whether there was one to say."""
-    choice = getattr(args, "backend_choice", None)
-    if not isinstance(choice, BackendChoice):
-        return False
-    choice.announce()
-    return True
+def fallen_back(choice: BackendChoice, why: str) -> BackendChoice:
+    """The fake server in place of a chosen server that did not start (``why``: its error):
+    the same decisions, slower, and the line says so."""
+    return BackendChoice(
+        resolve_spec("fakeredis"),
+        f"{choice.spec} was chosen but did not start ({why}); the fake server decides alike",
+    )
 
 
 def valkey_available() -> bool:

@@ -209,17 +209,33 @@ def backend_spec(text: str) -> Any:
     )
 
 
-def add_backend_options(p: argparse.ArgumentParser) -> None:
+#: ``--backend``'s default where the command chooses (compare and replay; simulator.cli.chosen).
+_CHOSEN_DEFAULT = (
+    "Default: the fastest backend that decides as the fake server does, with one line saying "
+    "which and why ('backend valkey (default): ...', with the report once the run is done): "
+    "valkey when every algorithm takes its time from now_ms in ARGV; fakeredis when one "
+    "follows the server's clock (echomq, increx, a library reading the server's TIME, a "
+    "user's script), for a window under 1 s, with --shards, or when valkey is not installed "
+    "or does not start. SIMULATOR_BACKEND_DEFAULT=fakeredis (or another SPEC) makes that SPEC "
+    "the default, as if --backend named it"
+)
+
+
+def add_backend_options(p: argparse.ArgumentParser, chosen: bool = False) -> None:
+    """``--backend`` and the options that go with it. ``chosen``: the command picks the
+    backend itself when ``--backend`` is not named (``args.backend`` is None then)."""
     p.add_argument(
         "--backend",
         type=backend_spec,
-        default=backend_spec("fakeredis"),
+        default=None if chosen else backend_spec("fakeredis"),
         metavar="SPEC",
-        help="where the scripts run: fakeredis (default, simulated clock), valkey (starts an "
-        "embedded valkey-server on 127.0.0.1), cluster (starts a 3-master Valkey Cluster), "
-        "redis://HOST:PORT/DB or redis+cluster://HOST:PORT (a running server). On a real server "
-        "fixed_window, sliding_log and sliding_counter run on simulated time (their decisions do "
-        "not depend on the server's clock); echomq, whose window is the key's TTL, runs on real time. "
+        help="where the scripts run: fakeredis (the fake server, on the simulated clock), "
+        "valkey (starts an embedded valkey-server on 127.0.0.1), cluster (starts a 3-master "
+        "Valkey Cluster), redis://HOST:PORT/DB or redis+cluster://HOST:PORT (a running server). "
+        + (_CHOSEN_DEFAULT if chosen else "Default: fakeredis")
+        + ". On a real server an algorithm that takes its time from now_ms runs on simulated "
+        "time (its decisions do not depend on the server's clock); echomq, whose window is the "
+        "key's TTL, runs on real time. "
         "A server the program starts takes only clients with the random password the program "
         "holds (valkey's own clients also connect through a unix socket of mode 0700); a process "
         "of the same user can still read that password (its config file, /proc)",

@@ -38,7 +38,7 @@ def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> 
 
 def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     """The baseline and the candidates the command line names, checked before anything is read."""
-    from simulator.backends.choice import for_command, spec_of
+    from simulator.cli.chosen import choose
     from simulator.comparison import load_candidates, parse_spec
     from simulator.comparison.spec import resolve_candidates
 
@@ -50,12 +50,12 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
         raise UsageError("give at least one --candidate SPEC or --candidates FILE.toml")
     resolve_candidates(baseline, candidates)  # a label given twice, before anything is read
     _check_outputs(args)
-    if args.backend is None:  # --backend not named: the fastest that decides alike
-        everyone = (baseline, *candidates)
-        args.backend_choice = for_command(
-            [c.policy.algorithm for c in everyone], window_ms=min(c.window_ms for c in everyone)
-        )  # said as the backend opens (simulator.backends.choice.say_chosen)
-        args.backend = spec_of(args.backend_choice)
+    everyone = (baseline, *candidates)
+    choose(  # --backend not named: the fastest that decides alike, the report's first line says
+        args,
+        [c.policy.algorithm for c in everyone],
+        window_ms=min(c.window_ms for c in everyone),
+    )
     if args.backend.foreign and args.scheduler is not None:
         raise UsageError(
             "--scheduler runs every shard on a server of its own, one the program starts; on a "
@@ -120,7 +120,7 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     """The comparison with a progress bar; what was finished is kept if it stops early."""
     from tqdm import tqdm
 
-    from simulator.backends.choice import say_chosen
+    from simulator.cli.chosen import open_chosen
     from simulator.cli.runs import open_backend, sigterm_interrupts
     from simulator.comparison import Listeners, compare
 
@@ -128,10 +128,9 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     finished: list[dict[str, Any]] = []
     try:
         own = args.scheduler is not None and not args.backend.virtual_time  # one per Dask task
-        said = say_chosen(args)  # the default's line, in place of the server's own
         with (
             sigterm_interrupts(),
-            open_backend("fakeredis" if own else args.backend, not said) as backend,
+            open_backend("fakeredis") if own else open_chosen(args) as backend,
         ):
             real = args.backend if own else None if backend.virtual_time else backend
             _check_foreign(args, backend, [baseline, *candidates])
@@ -199,11 +198,14 @@ def _write(
 
 
 def _plan(args: argparse.Namespace) -> tuple[Any, tuple[int, ...]]:
-    """``--budget`` and ``--limits`` read before anything else: a bad one is one message."""
-    from simulator.checks import ConfigError
+    """``--budget``, ``--limits`` and ``--shards`` read before anything else (before a server
+    starts): a bad one is one message."""
+    from simulator.checks import ConfigError, check_int
     from simulator.comparison.budget import parse_budget
     from simulator.comparison.limits import parse_limits
+    from simulator.comparison.split import MAX_SHARDS
 
+    check_int("compare", "shards", args.shards, 1, MAX_SHARDS)  # as compare() says it
     if not 0 < args.most_ratio < float("inf"):
         raise ConfigError(f"--most-ratio {args.most_ratio:g}: must be a number above 0")
     if args.limits_out is not None and args.limits is None:
@@ -227,6 +229,7 @@ def _print_head(args: argparse.Namespace, facts: dict[str, Any]) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from simulator.cli.chosen import say_chosen
     from simulator.comparison.choice import rule, verdict
     from simulator.comparison.limits import limits_table, variants, without_variants
     from simulator.comparison.report import gate
@@ -238,6 +241,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     everyone = [baseline, *candidates]
     card, every_client = _run_compare(args, baseline, [*candidates, *variants(everyone, limits)])
     scorecard, clients = without_variants(card, every_client)
+    say_chosen(args, sys.stdout)  # the report's first line, printed only once the run is done
     _print_head(args, scorecard.attrs["trace"])
     print(format_scorecard(scorecard))
     print()
@@ -298,10 +302,12 @@ def _keep_finished(args: argparse.Namespace, rows: list[dict[str, Any]], total: 
         return
     import pandas as pd
 
+    from simulator.cli.chosen import say_chosen
     from simulator.comparison import SCORE_COLUMNS
     from simulator.comparison.text import format_scorecard
 
     done = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
+    say_chosen(args, sys.stdout)
     print(format_scorecard(done, legend=False))
     where = ""
     if args.out is not None:
@@ -339,7 +345,15 @@ def register(sub: Any) -> None:
     add_trace_options(p)
     p.add_argument("--baseline", required=True, metavar="SPEC", help="the configuration now")
     p.add_argument(
-        "--candidate", action="append", default=[], metavar="SPEC", help="a candidate (repeatable)"
+        "--candidate",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a candidate (repeatable): ALGORITHM:key=value,... as --baseline is written, or a "
+        "gateway's configuration in its own words and units (docs/gateways.md): "
+        "nginx:rate=10r/s,burst=20[,nodelay], traefik:average=6,period=1m,burst=1, "
+        "spring:replenishRate=10,burstCapacity=20, "
+        "envoy:max_tokens=10,fill_interval=1s, kong:minute=100[,second=N]",
     )
     p.add_argument(
         "--candidates",
@@ -416,8 +430,10 @@ def register(sub: Any) -> None:
         type=positive_int,
         default=1,
         metavar="N",
-        help="split the trace by client into N shards (each its own fake server); the same "
-        "scorecard as one shard",
+        help="split the trace by client into N shards; the same scorecard as one shard. Each "
+        "shard runs on a fake server of its own, or on the run's server one after another; "
+        "with --scheduler on valkey (the default where it is chosen) every task starts a "
+        "valkey-server of its own",
     )
     p.add_argument(
         "--scheduler",
@@ -428,7 +444,6 @@ def register(sub: Any) -> None:
         "(the workers must see this machine's temporary folder: TMPDIR on a shared disk) or "
         "serial; default: here, one after another",
     )
-    add_backend_options(p)
-    p.set_defaults(backend=None)  # not named: simulator.backends.choice picks (first line says)
+    add_backend_options(p, chosen=True)  # not named: simulator.cli.chosen picks
     add_script_option(p)
     p.set_defaults(func=cmd_compare)

@@ -30,18 +30,17 @@ __all__ = ["register", "cmd_replay"]
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
-    from simulator.backends.choice import for_command, say_chosen, spec_of
+    from simulator.cli.chosen import choose, say_chosen
     from simulator.cli.runs import OutputError, check_output
     from simulator.playback.spool import SpoolError
 
     args.source = trace_source(args)  # the format, key and time checked before anything is read
-    if args.backend is None:  # --backend not named: the fastest that decides alike
-        algorithm = ALGORITHMS[args.algorithm]
-        window_ms = round(args.window * 1000)
-        args.backend_choice = for_command(
-            [algorithm], shards=args.shards > 1, window_ms=window_ms
-        )  # said as the backend opens (simulator.backends.choice.say_chosen)
-        args.backend = spec_of(args.backend_choice)
+    choose(  # --backend not named: the fastest that decides alike, said with the summary
+        args,
+        [ALGORITHMS[args.algorithm]],
+        shards=args.shards > 1,
+        window_ms=round(args.window * 1000),
+    )
     try:
         check_output(args.out, args.trace)  # before anything is computed
     except OutputError as exc:
@@ -51,13 +50,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.shards > 1:
         from simulator.cli.replay_shards import replay_sharded
 
-        say_chosen(args)
         return replay_sharded(args)
     bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
     try:
         done, tally = _replay_through_files(args, bar_options)
     except SpoolError as exc:  # the temporary folder is full
         raise UsageError(str(exc)) from None
+    said = say_chosen(args, sys.stderr)  # once the run is done: bad input stays one line
     print(
         tally.summary(args.algorithm) + (f"; wrote {args.out}" if args.out else ""),
         file=sys.stderr,
@@ -65,7 +64,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not done.server_clock_safe:
         print(
             f"warning: {args.algorithm} on {args.backend}: the replay ran slower than real "
-            "time over less than a window; server-side expiry may have changed decisions",
+            "time over less than a window; server-side expiry may have changed decisions"
+            + ("; --backend fakeredis replays it on the simulated clock" if said else ""),
             file=sys.stderr,
         )
     return 0
@@ -97,13 +97,12 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
     from tqdm import tqdm
 
-    from simulator.backends.choice import say_chosen
+    from simulator.cli.chosen import chosen, open_chosen
     from simulator.cli.runs import (
         DecisionCsv,
         KeyGroup,
         OutputError,
         leftover_keys_in_groups,
-        open_backend,
         run_keys,
         sigterm_interrupts,
         stop_between_pipelines,
@@ -121,12 +120,12 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
             scan = scan_trace(args.trace, args.source, workdir, bar.update)
         if not scan.requests:
             raise UsageError(f"{args.trace}: the trace holds no requests")
-        chosen = say_chosen(args)  # the default's line, in place of the server's own
-        with open_backend(args.backend, not chosen) as backend, stop_between_pipelines() as stop:
+        with open_chosen(args) as backend, stop_between_pipelines() as stop:
             _, lacking = without_commands([args.algorithm], backend)
             if lacking is not None:
                 raise UsageError(lacking)
-            print_time_notes([args.algorithm], backend)
+            if chosen(args) is None:  # a chosen backend's line says which clock, at the end
+                print_time_notes([args.algorithm], backend)
             span_s = (scan.t_max_ms - scan.t_min_ms) / 1000
             if (
                 runs_on_real_time(backend, ALGORITHMS[args.algorithm])
@@ -177,7 +176,9 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
 
                 try:
                     with tqdm(
-                        total=scan.requests, desc=f"replay {args.algorithm}", **bar_options
+                        total=scan.requests,
+                        desc=f"replay {args.algorithm} on {args.backend}",
+                        **bar_options,
                     ) as bar:
                         done = replay_requests(
                             scan.in_time_order(),
@@ -257,8 +258,7 @@ def register(sub: Any) -> None:
         "or both; Retry-After with each on a refusal",
     )
     add_param_option(p)
-    add_backend_options(p)
-    p.set_defaults(backend=None)  # not named: simulator.backends.choice picks (first line says)
+    add_backend_options(p, chosen=True)  # not named: simulator.cli.chosen picks
     p.add_argument(
         "--pipeline",
         type=positive_int,

@@ -80,6 +80,7 @@ def replay_sharded(args: argparse.Namespace) -> int:
     """``replay`` with ``--shards N`` (N > 1)."""
     from simulator.algorithms import ALGORITHMS
     from simulator.cli.args import params_for
+    from simulator.cli.chosen import say_chosen
     from simulator.cli.runs import OutputError, sigterm_interrupts
     from simulator.cli.tally import ReplayTally
     from simulator.comparison.split import MAX_SHARDS, split_trace
@@ -141,6 +142,7 @@ def replay_sharded(args: argparse.Namespace) -> int:
     except (SpoolError, OutputError) as exc:
         raise UsageError(str(exc)) from None
     where = f"; wrote {args.out}" if args.out else ""
+    say_chosen(args, sys.stderr)  # as the serial replay does, with the summary
     print(f"{tally.summary(args.algorithm)} ({len(tasks)} shards){where}", file=sys.stderr)
     return 0
 

@@ -74,7 +74,7 @@ def test_a_trace_with_a_cost_column_replays_with_costs(tmp_path, capsys):
     assert (
         main(
             ["replay", str(trace), "--algorithm", "fixed_window", "--limit", "5"]
-            + ["--window", "1", "--out", str(out)]
+            + ["--window", "1", "--backend", "fakeredis", "--out", str(out)]
         )
         == 0
     )
@@ -115,6 +115,8 @@ def test_a_trace_without_costs_writes_no_cost_column(tmp_path):
                 "1",
                 "--window",
                 "1",
+                "--backend",
+                "fakeredis",
                 "--out",
                 str(out),
             ]
@@ -143,7 +145,7 @@ def test_a_trace_out_of_time_order_keeps_each_request_its_cost(tmp_path):
     assert (
         main(
             ["replay", str(trace), "--algorithm", "token_bucket", "--limit", "9"]
-            + ["--window", "1", "--out", str(out)]
+            + ["--window", "1", "--backend", "fakeredis", "--out", str(out)]
         )
         == 0
     )

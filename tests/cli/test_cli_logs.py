@@ -20,6 +20,7 @@ SAMPLE = ROOT / "data" / "traces" / "apache_combined_sample.log"
 COMBINED = '%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-agent}i"'
 LIMIT, WINDOW_S = 3, 10
 FW = ["--algorithm", "fixed_window", "--limit", str(LIMIT), "--window", str(WINDOW_S)]
+FW += ["--backend", "fakeredis"]  # the readers' tests: the default would start a valkey-server
 NGINX = (
     '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
     '"$http_user_agent" "$http_x_forwarded_for" $http_x_api_key'
@@ -103,6 +104,7 @@ def test_the_log_format_compares_the_sample_as_clf_does(tmp_path):
             "compare", SAMPLE, *how, "--baseline", "fixed_window:limit=10,window=60",
             "--candidate", "sliding_counter", "--candidate", "token_bucket:burst=5",
             "--out", tmp_path / f"{name}.csv", "--clients-out", tmp_path / f"{name}-clients.csv",
+            "--backend", "fakeredis",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         outs[name] = done.stdout
@@ -152,6 +154,7 @@ def test_compare_counts_the_keyed_clients(tmp_path):
     events = _nginx_log(log)
     done = run(
         "compare", log, "--log-format", NGINX, "--key", "xff:2",
+        "--backend", "fakeredis",
         "--baseline", f"fixed_window:limit={LIMIT},window={WINDOW_S}", "--candidate", "sliding_counter",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -159,6 +162,7 @@ def test_compare_counts_the_keyed_clients(tmp_path):
     assert f"{len(events)} requests from 4 clients over 59 s; time resolution 1 s" in done.stdout
     done = run(
         "compare", log, "--log-format", NGINX, "--key", "header:x-api-key",
+        "--backend", "fakeredis",
         "--baseline", f"fixed_window:limit={LIMIT},window={WINDOW_S}", "--candidate", "sliding_counter",
     )  # fmt: skip
     admitted = sum(fixed_window(events, LIMIT, WINDOW_S * 1000))
@@ -167,6 +171,7 @@ def test_compare_counts_the_keyed_clients(tmp_path):
 
 
 COMPARE = ["--baseline", "fixed_window:limit=3,window=10", "--candidate", "sliding_counter"]
+COMPARE += ["--backend", "fakeredis"]
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ SPECS = (
     "fixed_window:limit=3,window=2",
     "--candidate",
     "sliding_log:limit=3,window=2",
+    "--backend",  # the report without the default's line (tests/backends/ hold the choice's)
+    "fakeredis",
 )
 
 

@@ -30,6 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "traces" / "apache_combined_sample.log"
 BASELINE = "sliding_log:limit=10,window=10"
 CANDIDATES = ["fixed_window:limit=10,window=10", "token_bucket:limit=10,window=10"]
+#: The fake server, named where a run gets as far as opening its backend: on the default one it
+#: would start a valkey-server (tests/backends/test_backend_choice.py runs the default's).
+FAKE = ("--backend", "fakeredis")
 
 
 def reference_decisions(trace: pd.DataFrame, spec: str) -> np.ndarray:
@@ -222,6 +225,7 @@ def test_cli_truncated_trace_is_refused_with_its_line(tmp_path):
         BASELINE,
         "--candidate",
         CANDIDATES[0],
+        *FAKE,
     )
     assert done.returncode == 2
     assert f"{path}:20:" in done.stderr and "Traceback" not in done.stderr
@@ -252,6 +256,7 @@ def test_cli_scorecard_csv_and_table(tmp_path):
         "2",
         "--charts",
         str(tmp_path),
+        *FAKE,
     )
     assert done.returncode == 0, done.stderr
     score = pd.read_csv(out, keep_default_na=False)
@@ -387,7 +392,7 @@ def test_sigterm_ends_the_run_with_one_line_and_its_temporary_folder(tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     child = subprocess.Popen(
         [sys.executable, "-m", "simulator", "compare", str(SAMPLE), "--format", "clf",
-         "--baseline", BASELINE, "--candidate", CANDIDATES[0]],
+         "--baseline", BASELINE, "--candidate", CANDIDATES[0], *FAKE],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -422,9 +427,9 @@ def test_a_stopped_run_keeps_the_configurations_it_finished(tmp_path, monkeypatc
     monkeypatch.setattr(score, "replay_shard", stop_at_the_candidates)
     path, out = tmp_path / "t.csv", tmp_path / "score.csv"
     trace.to_csv(path, index=False, encoding="utf-8", errors="surrogateescape")
-    code = main(
+    code = main(  # the fake server's replay_shard is the one stopped
         ["compare", str(path), "--baseline", "sliding_log:limit=4,window=1", "--candidate",
-         "fixed_window", "--out", str(out)],
+         "fixed_window", "--out", str(out), *FAKE],
     )  # fmt: skip
     said = capsys.readouterr()
     assert code == 130
@@ -444,7 +449,7 @@ def test_replay_with_shards_writes_the_serial_replays_bytes(tmp_path, scheduler)
     path = tmp_path / "t.csv"
     shuffled.to_csv(path, index=False, encoding="utf-8", errors="surrogateescape")
     common = ["replay", str(path), "--algorithm", "token_bucket", "--limit", "4", "--window",
-              "1.5", "--param", "burst=3", "--headers", "both"]  # fmt: skip
+              "1.5", "--param", "burst=3", "--headers", "both", *FAKE]  # fmt: skip
     serial = run(*common, "--out", str(tmp_path / "serial.csv"))
     assert serial.returncode == 0, serial.stderr
     extra = [] if scheduler is None else ["--scheduler", scheduler]
@@ -487,6 +492,7 @@ def test_cli_empty_trace_and_client_ids_written_back_byte_for_byte(tmp_path):
         "sliding_log:limit=1,window=1",
         "--candidate",
         "fixed_window",
+        *FAKE,
     )
     assert (
         done.returncode == 2
@@ -497,7 +503,7 @@ def test_cli_empty_trace_and_client_ids_written_back_byte_for_byte(tmp_path):
     trace.write_bytes(b"t_ms,client\n" + b"".join(b"%d,a\xff\n" % t for t in (0, 999, 1000, 1001)))
     out = tmp_path / "clients.csv"
     done = run("compare", str(trace), "--baseline", "sliding_log:limit=2,window=1", "--candidate",
-               "fixed_window", "--clients-out", str(out))  # fmt: skip
+               "fixed_window", "--clients-out", str(out), *FAKE)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert b"\nfixed_window,a\xff,4,1,0,1,1001,1001\n" in out.read_bytes()
     assert "a\\xff: 1 of 4 requests flipped" in done.stdout

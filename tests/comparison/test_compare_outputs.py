@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT, one_message, run_main
 
 SPECS = ("--baseline", "fixed_window:limit=3,window=1", "--candidate", "gcra:limit=3,window=1")
+SPECS += ("--backend", "fakeredis")  # the default would start a valkey-server for each
 
 
 def trace(tmp_path: Path) -> Path:

@@ -211,6 +211,8 @@ def test_compare_takes_a_library_candidate_on_the_sample_log(tmp_path):
         "sliding_log:limit=10,window=10",
         "--candidate",
         "limits.moving_window:limit=10,window=10",
+        "--backend",
+        "fakeredis",
         head,
     )
     assert done.returncode == 0, done.stderr

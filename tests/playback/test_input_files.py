@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import one_message, run_main
 
-FW = ("--algorithm", "fixed_window", "--limit", "10", "--window", "1")
-COMPARE = ("--baseline", "fixed_window:limit=10,window=1", "--candidate", "gcra:limit=10,window=1")
+# The fake server, named: compare opens its backend before it reads the trace, and on the
+# default one each of these refusals would start (and stop) a valkey-server first.
+FAKE = ("--backend", "fakeredis")
+FW = ("--algorithm", "fixed_window", "--limit", "10", "--window", "1", *FAKE)
+COMPARE = (
+    *("--baseline", "fixed_window:limit=10,window=1", "--candidate", "gcra:limit=10,window=1"),
+    *FAKE,
+)
 
 
 def small_trace(tmp_path: Path) -> Path:

@@ -22,7 +22,10 @@ import pytest
 from conftest import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
-FW = ("--algorithm", "fixed_window", "--limit", "10", "--window", "1")
+# The fake server, named: these are the trace reader's tests, many tiny runs (on the default
+# backend each would start a valkey-server; the choice's own tests are tests/backends/).
+FAKE = ("--backend", "fakeredis")
+FW = ("--algorithm", "fixed_window", "--limit", "10", "--window", "1", *FAKE)
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
@@ -53,7 +56,7 @@ def test_ids_that_are_not_utf8_stay_apart_and_come_back_byte_for_byte(tmp_path, 
         trace.write_bytes(b"".join(CLF_LINE % c for c in LOOKALIKES))
     out_csv = tmp_path / "out.csv"
     args = ["replay", trace, "--format", fmt, "--algorithm", "fixed_window"]
-    args += ["--limit", "1", "--window", "1"]
+    args += ["--limit", "1", "--window", "1", *FAKE]
     done = run(*args) if to_stdout else run(*args, "--out", out_csv)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     out = done.stdout if to_stdout else out_csv.read_bytes()

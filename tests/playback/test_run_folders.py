@@ -67,7 +67,8 @@ def test_a_compare_killed_outright_leaves_a_folder_the_next_run_removes(tmp_path
     trace.write_text("t_ms,client\n" + "".join(f"{i},c{i % 50}\n" for i in range(200_000)))
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     args = [sys.executable, "-m", "simulator", "compare", str(trace), "--baseline",
-            "fixed_window:limit=3,window=1", "--candidate", "gcra:limit=3,window=1"]  # fmt: skip
+            "fixed_window:limit=3,window=1", "--candidate", "gcra:limit=3,window=1",
+            "--backend", "fakeredis"]  # fmt: skip
     child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)  # fmt: skip
     try:

@@ -107,7 +107,7 @@ def test_the_command_line_never_reads_the_whole_trace(tmp_path, no_whole_trace, 
     trace, out_csv = tmp_path / "trace.csv", tmp_path / "out.csv"
     write_trace(trace, 300, seed=1, in_order=False)
     args = ["replay", str(trace), "--algorithm", "sliding_log", "--limit", "2", "--window", "1"]
-    assert main([*args, "--out", str(out_csv)]) == 0
+    assert main([*args, "--backend", "fakeredis", "--out", str(out_csv)]) == 0
     assert out_csv.read_bytes().count(b"\n") > 300  # header, rows (a few ids hold newlines)
 
 
@@ -285,6 +285,8 @@ def test_a_new_replay_removes_the_folders_of_dead_replays_and_nothing_else(tmp_p
                 "3",
                 "--window",
                 "1",
+                "--backend",
+                "fakeredis",
                 "--out",
                 str(tmp_path / "out.csv"),
             ]

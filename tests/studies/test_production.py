@@ -175,6 +175,8 @@ def test_replay_writes_both_policies_in_its_header_columns(tmp_path, capsys, sha
         "--headers",
         "draft",
         *shards,
+        "--backend",
+        "fakeredis",
         "--out",
         str(out),
         str(trace),

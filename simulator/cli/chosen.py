@@ -1,0 +1,69 @@
+"""Where a replay or a comparison runs when ``--backend`` is not named, and where it says so.
+
+:mod:`simulator.backends.choice` picks the backend and the sentence saying why. A command makes
+the choice once its options were checked (:func:`choose`) and opens the server
+(:func:`open_chosen`): should the embedded Valkey not start, the fake server decides in its
+place, and the line says that instead. The line is said with the run's report, once the run
+finished (:func:`say_chosen`): compare's first line on standard output, replay's line before
+its summary on standard error. A trace refused at its line N, or a user's script stopped by its
+budget half-way, is found after the server opened; said any earlier, the line would make two
+messages of one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
+
+from simulator.backends import Backend, BackendError
+from simulator.backends.choice import BackendChoice, fallen_back, for_command, spec_of
+from simulator.cli.runs import open_backend
+
+__all__ = ["choose", "chosen", "open_chosen", "say_chosen"]
+
+
+def choose(args: argparse.Namespace, algorithms: Sequence[Any], **how: Any) -> None:
+    """``args.backend`` when ``--backend`` was not named: the fastest that decides alike, the
+    choice kept as ``args.backend_choice`` (None when ``--backend`` or the environment named
+    one). ``how``: :func:`~simulator.backends.choice.default_backend`'s ``shards`` and
+    ``window_ms``."""
+    args.backend_choice = None
+    if args.backend is None:
+        args.backend_choice = for_command(algorithms, **how)
+        args.backend = spec_of(args.backend_choice)
+
+
+def chosen(args: argparse.Namespace) -> BackendChoice | None:
+    """The choice the command made, or None when the backend was named."""
+    choice = vars(args).get("backend_choice")
+    return choice if isinstance(choice, BackendChoice) else None
+
+
+@contextlib.contextmanager
+def open_chosen(args: argparse.Namespace) -> Iterator[Backend]:
+    """``args.backend``, opened and closed as :func:`~simulator.cli.runs.open_backend` does (the
+    server's own line is said only for a backend the command line named: a chosen one has its
+    line with the report). A chosen server that does not start gives way to the fake server,
+    ``args.backend`` and ``args.backend_choice`` changed to say so; a named one is a failure."""
+    choice = chosen(args)
+    with contextlib.ExitStack() as stack:
+        try:
+            backend = stack.enter_context(open_backend(args.backend, choice is None))
+        except BackendError as exc:
+            if choice is None or choice.spec.virtual_time:
+                raise
+            args.backend_choice = fallen_back(choice, str(exc).splitlines()[0])
+            args.backend = args.backend_choice.spec
+            backend = stack.enter_context(open_backend(args.backend, False))
+        yield backend
+
+
+def say_chosen(args: argparse.Namespace, stream: TextIO) -> bool:
+    """The chosen backend's line on ``stream``; whether there was one to say."""
+    choice = chosen(args)
+    if choice is None:
+        return False
+    print(choice.line, file=stream, flush=True)
+    return True
