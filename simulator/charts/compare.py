@@ -77,7 +77,7 @@ def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
         ax.axhline(0, color="black", lw=0.6)
         ax.set_title(row["candidate"], fontsize=10, loc="left")
         ax.set_ylabel("flips", fontsize=9)
-        ax.legend(loc="upper right", fontsize=8, frameon=False, ncol=2)
+        ax.legend(loc="upper right", fontsize=9, frameon=False, ncol=2)
     drawn = [ax for ax in axes[:, 0] if ax.axison]
     if drawn:  # the time axis under the lowest panel that has one
         drawn[-1].tick_params(labelbottom=True)
@@ -118,12 +118,12 @@ def client_flips_figure(scorecard: pd.DataFrame, clients: pd.DataFrame, top: int
         ax.set_yticks(
             y,
             [str(c).encode("utf-8", "backslashreplace").decode() for c in mine["client"]],
-            fontsize=8,
+            fontsize=9,
         )
         ax.set_xlabel("requests flipped")
         affected = row["clients_affected"]
         ax.set_title(f"{row['candidate']}\n{affected:,} clients affected", fontsize=9)
-        ax.legend(loc="lower right", fontsize=8, frameon=False)
+        ax.legend(loc="lower right", fontsize=9, frameon=False)
     fig.suptitle("The clients who would notice: most flips first", fontsize=11)
     fig.tight_layout()
     return fig

@@ -33,12 +33,12 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
     left.barh(y, t["bytes_per_user_used_memory"], color=colours)
     left.scatter(t["memory_usage_bytes_per_user"], y, color="black", marker="|", s=200, zorder=3)
     left.set_xscale("log")
-    left.set_yticks(y, [_layout_label(r) for _, r in t.iterrows()], fontsize=8)
+    left.set_yticks(y, [_layout_label(r) for _, r in t.iterrows()], fontsize=9)
     left.set_xlabel(
         "bytes per user (log scale)\nbar: used_memory growth\n|: MEMORY USAGE", fontsize=9
     )
     for yi, v in zip(y, t["bytes_per_user_used_memory"], strict=True):
-        left.text(v * 1.08, yi, f"{v:,.0f} B", va="center", fontsize=8)
+        left.text(v * 1.08, yi, f"{v:,.0f} B", va="center", fontsize=9)
     extrapolated = t["total_at_5m_source"] != "measured"
     right.barh(
         y,
@@ -49,19 +49,20 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
         edgecolor="white",
     )
     right.set_xscale("log")
-    right.set_xlabel(f"total at {TARGET_USERS / 1e6:g}M users (GB, log scale)")
+    right.set_xlabel(f"total at {TARGET_USERS / 1e6:g}M users\n(GB, log scale)")
     for yi, v, e, n in zip(
         y, t["total_at_5m_bytes"] / 1e9, extrapolated, t["users_measured"], strict=True
     ):
         note = f"extrapolated from {n:,} users" if e else "measured"
-        right.text(v * 1.08, yi, f"{v:,.2f} GB ({note})", va="center", fontsize=8)
-    right.legend(
+        right.text(v * 1.08, yi, f"{v:,.2f} GB ({note})", va="center", fontsize=9)
+    fig.legend(  # under the panels: the right one is too narrow beside its notes
         handles=[
             Patch(color="grey", label="measured"),
             Patch(facecolor="grey", edgecolor="white", hatch="//", label="extrapolated (line fit)"),
         ],
         loc="lower right",
-        fontsize=8,
+        ncol=2,
+        fontsize=9,
         frameon=False,
     )
     steady = per_user[(per_user["state"] == "steady") & (per_user["limit"] == 100)]
@@ -76,7 +77,7 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
         + f"\nValkey {version}, used_memory growth",
         fontsize=11,
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.25 / fig.get_figheight(), 1, 1))  # 0.25 in for the legend
     return fig
 
 
@@ -93,7 +94,7 @@ def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
         threshold * 1.15,
         0.5 * float(sweep["bytes_per_entry"].max()),
         f"zset-max-listpack-entries = {threshold}",
-        fontsize=8,
+        fontsize=9,
     )
     left.set_xscale("log")
     left.set_ylim(bottom=0)
@@ -107,7 +108,7 @@ def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
         else ""
     )
     left.set_title(f"One entry past {threshold} the log's bytes per entry jump{jump}", fontsize=10)
-    left.legend(fontsize=8, frameon=False)
+    left.legend(fontsize=9, frameon=False)
     right.plot(
         sweep["entries"],
         sweep["server_us_per_decision"],
@@ -131,7 +132,7 @@ def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
     right.set_title(
         "Steady decisions stay cheap;\nthe one after a pause grows with the log", fontsize=10
     )
-    right.legend(fontsize=8, frameon=False)
+    right.legend(fontsize=9, frameon=False)
     fig.suptitle(
         "The sliding log's encoding cliff (a sorted set: listpack, then skiplist + hash table)",
         fontsize=11,
@@ -184,7 +185,7 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
                     ha="center",
                     va="top",
                     rotation=90,
-                    fontsize=8,
+                    fontsize=9,
                     color="white",
                 )
         if column != "server_us_per_decision":  # the steady times differ by less than 3x
@@ -194,7 +195,9 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
         ax.set_xlabel("limit per user (requests per minute)")
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=10)
-    axes[0].legend(fontsize=8, frameon=False, loc="upper left")
+    # under the panels: inside one, the legend would sit on the tallest bars' labels
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
     log = bigkey[bigkey["algorithm"] == "sliding_log"].set_index("limit")
     top = max(limits)
     fig.suptitle(
@@ -202,5 +205,6 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
         f"and one decision after a pause takes {log.loc[top, 'server_us_after_pause'] / 1e3:.1f} ms of server time",
         fontsize=11,
     )
-    fig.tight_layout()
+    rows = -(-len(algorithms) // 4)  # the legend's rows under the panels, about 0.25 in each
+    fig.tight_layout(rect=(0, 0.25 * rows / fig.get_figheight(), 1, 1))
     return fig
