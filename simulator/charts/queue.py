@@ -173,7 +173,7 @@ def fairness_figure(table: pd.DataFrame) -> Figure:
                     ha="right" if side < 0 else "left",
                 )
         ax.set_xticks(x, ["quiet\nrooms", "flood\nroom"])
-        ax.set_xlim(-0.7, len(kinds) - 0.3)
+        ax.set_xlim(-1.0, len(kinds) - 0.2)  # room for the left dots' labels inside the axes
         ax.set_ylabel(label)
         ax.set_xlabel("rooms")
         if column != "dropped_share":
