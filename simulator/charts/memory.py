@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.text import Annotation
 
 from simulator.algorithms import ALGORITHMS
 from simulator.charts import LABELS, PALETTE, subplots
@@ -165,21 +167,22 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
             "First decision after a pause",
         ),
     )
+    labelled: list[tuple[Annotation, Rectangle]] = []
     for ax, (column, ylabel, title) in zip(axes, panels, strict=True):
         for i, a in enumerate(algorithms):
             s = bigkey[bigkey["algorithm"] == a].set_index("limit").reindex(limits)
-            ax.bar(
+            bars = ax.bar(
                 x + (i - (len(algorithms) - 1) / 2) * width,
                 s[column],
                 width,
                 color=PALETTE[a],
                 label=LABELS[a],
             )
-            for xi, v in zip(x, s[column], strict=True):
+            for bar, v in zip(bars.patches, s[column], strict=True):
                 # Inside the bar's top, turned upright: a label above a log bar floats off it.
-                ax.annotate(
+                note = ax.annotate(
                     f"{v:,.0f}",
-                    (xi + (i - (len(algorithms) - 1) / 2) * width, v),
+                    (bar.get_x() + bar.get_width() / 2, v),
                     xytext=(0, -3),
                     textcoords="offset points",
                     ha="center",
@@ -188,6 +191,7 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
                     fontsize=9,
                     color="white",
                 )
+                labelled.append((note, bar))
         if column != "server_us_per_decision":  # the steady times differ by less than 3x
             ax.set_yscale("log")
         ax.margins(y=0.08)
@@ -207,4 +211,20 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
     )
     rows = -(-len(algorithms) // 4)  # the legend's rows under the panels, about 0.25 in each
     fig.tight_layout(rect=(0, 0.25 * rows / fig.get_figheight(), 1, 1))
+    _lift_short_labels(fig, labelled)
     return fig
+
+
+def _lift_short_labels(fig: Figure, labelled: list[tuple[Annotation, Rectangle]]) -> None:
+    """A label longer than its bar goes above it, in black: inside, it would run past the
+    axis into the white below. Measured once the layout is final, where the reader sees it."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    for note, bar in labelled:
+        # a bar from 0 on a log axis starts below the view: what shows of it starts at the axis
+        shown = bar.get_clip_box()  # the axes' box: a bar is drawn only inside it
+        bottom = bar.get_window_extent(renderer).y0
+        bottom = max(bottom, shown.y0) if shown is not None else bottom
+        if not note.get_window_extent(renderer).y0 >= bottom - 1:
+            note.set(va="bottom", color="black")
+            note.xyann = (0, 3)
