@@ -193,6 +193,11 @@ def open_lesson(page: Page, url: str, path: str) -> None:
     """Open the notebook at ``path`` (from the lab's root) in a fresh workspace and wait for its
     kernel to be connected and idle, answering the kernel's dialog if JupyterLab asks."""
     page.goto(f"{url}/lab/tree/{path}?reset")
+    _wait_idle(page, path)
+
+
+def _wait_idle(page: Page, path: str) -> None:
+    """Until ``path`` is open with its kernel connected and idle, answering any dialog."""
     while _answer(page, page.wait_for_function(_OPENED, arg=path).json_value()):
         pass
 
@@ -209,7 +214,7 @@ def run_all(page: Page, name: str) -> int:
             return runs
         # Cells were lost (queued on a kernel replaced as it started): wait for it to be idle.
         assert not state.startswith("failed"), f"{name}: Run All {state}"
-        page.wait_for_function(_OPENED, arg=page.evaluate(_PATH))
+        _wait_idle(page, page.evaluate(_PATH))
     raise AssertionError(f"{name}: {ran} of {code} code cells ran after Run All {RUNS} times")
 
 
