@@ -85,3 +85,56 @@ def test_every_text_is_at_least_10_px_at_the_size_shown(figures, name):
         }
     )
     assert not small, small
+
+
+@pytest.fixture(scope="module")
+def lesson_figures() -> dict[str, Figure]:
+    """The charts only a lesson draws, from the lesson's own inputs: 06's two mistakes graded,
+    07's comparison of three candidates on the sample access log."""
+    from simulator.algorithms import ALGORITHMS
+    from simulator.charts.check import mismatch_figure
+    from simulator.charts.compare import (
+        client_flips_figure,
+        client_peaks_figure,
+        flips_over_time_figure,
+        scorecard_figure,
+    )
+    from simulator.comparison.limits import compare_limits
+    from simulator.userscripts import register_script
+    from simulator.userscripts.check import check
+
+    root = Path(__file__).resolve().parents[2]
+    figs: dict[str, Figure] = {}
+    mistakes = root / "notebooks" / "exercises" / "mistakes"
+    for script, reference in (
+        ("fixed_window_zeros", "fixed_window"),
+        ("first_hit_rearmed", "echomq"),
+    ):
+        register_script(mistakes / f"{script}.lua", f"lesson_{script}")
+        try:
+            figs[script] = mismatch_figure(check(f"lesson_{script}", reference).mismatch, script)
+        finally:
+            ALGORITHMS.pop(f"lesson_{script}")
+    limits = [5, 10, 20, 50]
+    card, clients, _, peaks = compare_limits(
+        root / "data" / "traces" / "apache_combined_sample.log",
+        "fixed_window:limit=10,window=10",
+        [f"{a}:limit=10,window=10" for a in ("sliding_counter", "token_bucket", "sliding_log")],
+        limits,
+        fmt="clf",
+    )
+    figs["scorecard"] = scorecard_figure(card)
+    figs["flips_over_time"] = flips_over_time_figure(card)
+    figs["client_flips"] = client_flips_figure(card, clients, top=5)
+    figs["client_peaks"] = client_peaks_figure(peaks, limits, top=30)
+    return figs
+
+
+def test_the_lessons_own_charts_keep_10_px_and_overprint_nothing(lesson_figures):
+    for name, fig in lesson_figures.items():
+        assert not text_problems(fig), name
+        px_per_pt = 100 / 72 * shown_scale(fig)
+        small = [
+            t.get_text()[:40] for _, t in drawn_texts(fig) if t.get_fontsize() * px_per_pt < MIN_PX
+        ]
+        assert not small, (name, small)
