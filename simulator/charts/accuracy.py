@@ -65,7 +65,7 @@ def families_figure(summary: pd.DataFrame) -> Figure:
         ax.set_xscale("log")
         ax.set_xlim(floor / 4, 300)  # a zero's dot (at the floor) whole, not cut by the edge
         for yi, v, x in zip(y, values, shown, strict=True):
-            ax.text(x * 1.5, yi, f"{v:.3g}" if v > 0 else "0", va="center", fontsize=8)
+            ax.text(x * 1.5, yi, f"{v:.3g}" if v > 0 else "0", va="center", fontsize=9)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("% (log scale)")
     names = [str(f).replace("_", " ") for f in table["family"]]
@@ -97,7 +97,7 @@ def error_figure(decisions: pd.DataFrame) -> Figure:
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel("estimate - exact count in the trailing window (requests; clipped at +-60)")
     ax.set_ylabel("share of decisions")
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=9, frameon=False)
     ax.set_title(
         "The estimate is mostly within a few requests; on/off bursts and heavy hitters have long tails",
         fontsize=10,
@@ -133,13 +133,13 @@ def load_sweep_figure(sweep: pd.DataFrame) -> Figure:
         ax.set_yscale("log")
         ax.set_ylim(floor, 100)
         loads = part["load"].to_numpy(dtype=float)
-        ax.set_xticks(loads, [f"{v:g}" for v in loads], fontsize=8)
+        ax.set_xticks(loads, [f"{v:g}" for v in loads], fontsize=9)
         ax.minorticks_off()
         ax.axvline(1.0, color="black", lw=0.8, ls=":")
         ax.set_xlabel("offered load per client (x the limit; dotted: the limit)")
         ax.set_title(str(kind).replace("_", "/") + " traffic", fontsize=10)
     axes[0, 0].set_ylabel("% of requests (log scale; 0 drawn at 1e-4)")
-    axes[0, -1].legend(fontsize=8, frameon=False, loc="lower right")
+    axes[0, -1].legend(fontsize=9, frameon=False, loc="lower right")
     fig.suptitle(
         "The sliding counter's errors as load grows: none under ~0.5x the limit for steady "
         "traffic,\nsooner for bursts; at the limit and above they are common",
@@ -185,7 +185,7 @@ def schedule_figure(
         for t, a, r in zip(t_s, admitted, refused, strict=True):
             raised = last_t is not None and t - last_t < gap_s and not raised
             lift = 0.45 * tallest if raised else 0
-            top.text(t, a + r + lift, f"{a + r}", ha="center", va="bottom", fontsize=8)
+            top.text(t, a + r + lift, f"{a + r}", ha="center", va="bottom", fontsize=9)
             last_t = t
         top.set_ylim(0, 2.0 * tallest)
         top.set_title(LABELS[algorithm], fontsize=10)
@@ -216,7 +216,7 @@ def schedule_figure(
             ax.set_xlim(lo / 1000, hi / 1000)
             for seam in range(lo // window_ms + 1, hi // window_ms + 1):
                 ax.axvline(seam * window_ms / 1000, color="#999999", lw=0.6, ls=":")
-            ax.tick_params(labelsize=8)
+            ax.tick_params(labelsize=9)
     for extra in range(len(algorithms), rows * cols):
         axes[2 * (extra // cols), extra % cols].set_visible(False)
         axes[2 * (extra // cols) + 1, extra % cols].set_visible(False)
@@ -226,7 +226,7 @@ def schedule_figure(
     handles, labels = axes[0, 0].get_legend_handles_labels()
     more, more_labels = axes[1, 0].get_legend_handles_labels()
     fig.legend(
-        handles + more, labels + more_labels, fontsize=8, frameon=False, loc="lower center", ncol=3
+        handles + more, labels + more_labels, fontsize=9, frameon=False, loc="lower center", ncol=3
     )
     fig.suptitle(
         _held_title(peaks, limit)

@@ -115,7 +115,7 @@ def mismatch_figure(m: Mismatch, script: str = "your script", last: int = 30) ->
             (seam, -0.7),
             xytext=(4 if seam <= (lo + right) / 2 else -4, 0),
             textcoords="offset points",
-            fontsize=8,
+            fontsize=9,
             va="center",
             ha="left" if seam <= (lo + right) / 2 else "right",
         )
@@ -130,7 +130,7 @@ def mismatch_figure(m: Mismatch, script: str = "your script", last: int = 30) ->
         "in arrival order",
         fontsize=9,
     )
-    ax.legend(fontsize=8, loc="upper left", ncol=3, framealpha=1, edgecolor="none")
+    ax.legend(fontsize=9, loc="upper left", ncol=3, framealpha=1, edgecolor="none")
     ax.set_title(
         f"First difference in {m.trace!r} (limit {m.limit} per {w:,} ms)\n"
         f"request {m.index} at t = {m.t_ms:,} ms, client {m.client!r}: {m.difference}",

@@ -77,7 +77,7 @@ def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
         ax.axhline(0, color="black", lw=0.6)
         ax.set_title(row["candidate"], fontsize=10, loc="left")
         ax.set_ylabel("flips", fontsize=9)
-        ax.legend(loc="upper right", fontsize=8, frameon=False, ncol=2)
+        ax.legend(loc="upper right", fontsize=9, frameon=False, ncol=2)
     drawn = [ax for ax in axes[:, 0] if ax.axison]
     if drawn:  # the time axis under the lowest panel that has one
         drawn[-1].tick_params(labelbottom=True)
@@ -97,10 +97,16 @@ def flips_over_time_figure(scorecard: pd.DataFrame, bins: int = 120) -> Figure:
 def client_flips_figure(scorecard: pd.DataFrame, clients: pd.DataFrame, top: int = 12) -> Figure:
     """One panel per candidate: the ``top`` clients it affects most, their flips each way."""
     rows = _candidates(scorecard)
+    # two panels to a row at most: three side by side would be 1,360 px, shrunk to the 848-px
+    # notebook column with their labels under 10 px
+    cols = min(2, len(rows))
+    lines = -(-len(rows) // cols)
     fig, axes = subplots(
-        1, len(rows), figsize=(4.2 * len(rows) + 1, 0.32 * top + 1.6), squeeze=False
+        lines, cols, figsize=(4.2 * cols + 1, (0.32 * top + 1.2) * lines + 0.4), squeeze=False
     )
-    for ax, row in zip(axes[0], rows.to_dict("records"), strict=True):
+    for ax in axes.flat[len(rows) :]:
+        ax.set_visible(False)
+    for ax, row in zip(axes.flat, rows.to_dict("records"), strict=False):
         mine = clients[clients["candidate"] == row["candidate"]].head(top).iloc[::-1]
         if not len(mine):
             ax.set_title(f"{row['candidate']}\nno clients affected", fontsize=9)
@@ -118,12 +124,12 @@ def client_flips_figure(scorecard: pd.DataFrame, clients: pd.DataFrame, top: int
         ax.set_yticks(
             y,
             [str(c).encode("utf-8", "backslashreplace").decode() for c in mine["client"]],
-            fontsize=8,
+            fontsize=9,
         )
         ax.set_xlabel("requests flipped")
         affected = row["clients_affected"]
         ax.set_title(f"{row['candidate']}\n{affected:,} clients affected", fontsize=9)
-        ax.legend(loc="lower right", fontsize=8, frameon=False)
+        ax.legend(loc="lower right", fontsize=9, frameon=False)
     fig.suptitle("The clients who would notice: most flips first", fontsize=11)
     fig.tight_layout()
     return fig

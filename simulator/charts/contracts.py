@@ -45,13 +45,13 @@ def contracts_figure(table: pd.DataFrame) -> Figure:
     axes[1].set_xlabel("x the limit (dotted: the limit)")
     axes[0].set_yticks(y0, [f.replace("_", " ") for f in families])
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, frameon=False)
     fig.suptitle(
         "Different contracts, not approximations: fixed windows and buckets admit more than the "
         "exact log,\nand buckets with burst = limit let one client have up to 2x the limit in a window",
         fontsize=11,
     )
-    rows = -(-len(labels) // 4)  # the legend's rows under the axes, about 0.2 in each
+    rows = -(-len(labels) // 3)  # the legend's rows under the axes, about 0.2 in each
     fig.tight_layout(rect=(0, min(0.4, (0.2 * rows + 0.02) / fig.get_figheight()), 1, 1))
     return fig
 
@@ -95,4 +95,4 @@ def _bars(
         part["offered_requests"][sampled],
         strict=True,
     ):
-        ax.text(v, yi, f" sampled: {int(n):,} of {int(of):,}", va="center", fontsize=7)
+        ax.text(v, yi, f" sampled: {int(n):,} of {int(of):,}", va="center", fontsize=9)

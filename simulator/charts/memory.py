@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.text import Annotation
 
 from simulator.algorithms import ALGORITHMS
 from simulator.charts import LABELS, PALETTE, subplots
@@ -33,12 +35,12 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
     left.barh(y, t["bytes_per_user_used_memory"], color=colours)
     left.scatter(t["memory_usage_bytes_per_user"], y, color="black", marker="|", s=200, zorder=3)
     left.set_xscale("log")
-    left.set_yticks(y, [_layout_label(r) for _, r in t.iterrows()], fontsize=8)
+    left.set_yticks(y, [_layout_label(r) for _, r in t.iterrows()], fontsize=9)
     left.set_xlabel(
         "bytes per user (log scale)\nbar: used_memory growth\n|: MEMORY USAGE", fontsize=9
     )
     for yi, v in zip(y, t["bytes_per_user_used_memory"], strict=True):
-        left.text(v * 1.08, yi, f"{v:,.0f} B", va="center", fontsize=8)
+        left.text(v * 1.08, yi, f"{v:,.0f} B", va="center", fontsize=9)
     extrapolated = t["total_at_5m_source"] != "measured"
     right.barh(
         y,
@@ -49,19 +51,20 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
         edgecolor="white",
     )
     right.set_xscale("log")
-    right.set_xlabel(f"total at {TARGET_USERS / 1e6:g}M users (GB, log scale)")
+    right.set_xlabel(f"total at {TARGET_USERS / 1e6:g}M users\n(GB, log scale)")
     for yi, v, e, n in zip(
         y, t["total_at_5m_bytes"] / 1e9, extrapolated, t["users_measured"], strict=True
     ):
         note = f"extrapolated from {n:,} users" if e else "measured"
-        right.text(v * 1.08, yi, f"{v:,.2f} GB ({note})", va="center", fontsize=8)
-    right.legend(
+        right.text(v * 1.08, yi, f"{v:,.2f} GB ({note})", va="center", fontsize=9)
+    fig.legend(  # under the panels: the right one is too narrow beside its notes
         handles=[
             Patch(color="grey", label="measured"),
             Patch(facecolor="grey", edgecolor="white", hatch="//", label="extrapolated (line fit)"),
         ],
         loc="lower right",
-        fontsize=8,
+        ncol=2,
+        fontsize=9,
         frameon=False,
     )
     steady = per_user[(per_user["state"] == "steady") & (per_user["limit"] == 100)]
@@ -76,7 +79,7 @@ def per_user_figure(per_user: pd.DataFrame) -> Figure:
         + f"\nValkey {version}, used_memory growth",
         fontsize=11,
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.25 / fig.get_figheight(), 1, 1))  # 0.25 in for the legend
     return fig
 
 
@@ -93,7 +96,7 @@ def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
         threshold * 1.15,
         0.5 * float(sweep["bytes_per_entry"].max()),
         f"zset-max-listpack-entries = {threshold}",
-        fontsize=8,
+        fontsize=9,
     )
     left.set_xscale("log")
     left.set_ylim(bottom=0)
@@ -107,7 +110,7 @@ def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
         else ""
     )
     left.set_title(f"One entry past {threshold} the log's bytes per entry jump{jump}", fontsize=10)
-    left.legend(fontsize=8, frameon=False)
+    left.legend(fontsize=9, frameon=False)
     right.plot(
         sweep["entries"],
         sweep["server_us_per_decision"],
@@ -131,7 +134,7 @@ def encoding_cliff_figure(sweep: pd.DataFrame) -> Figure:
     right.set_title(
         "Steady decisions stay cheap;\nthe one after a pause grows with the log", fontsize=10
     )
-    right.legend(fontsize=8, frameon=False)
+    right.legend(fontsize=9, frameon=False)
     fig.suptitle(
         "The sliding log's encoding cliff (a sorted set: listpack, then skiplist + hash table)",
         fontsize=11,
@@ -164,29 +167,31 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
             "First decision after a pause",
         ),
     )
+    labelled: list[tuple[Annotation, Rectangle]] = []
     for ax, (column, ylabel, title) in zip(axes, panels, strict=True):
         for i, a in enumerate(algorithms):
             s = bigkey[bigkey["algorithm"] == a].set_index("limit").reindex(limits)
-            ax.bar(
+            bars = ax.bar(
                 x + (i - (len(algorithms) - 1) / 2) * width,
                 s[column],
                 width,
                 color=PALETTE[a],
                 label=LABELS[a],
             )
-            for xi, v in zip(x, s[column], strict=True):
+            for bar, v in zip(bars.patches, s[column], strict=True):
                 # Inside the bar's top, turned upright: a label above a log bar floats off it.
-                ax.annotate(
+                note = ax.annotate(
                     f"{v:,.0f}",
-                    (xi + (i - (len(algorithms) - 1) / 2) * width, v),
+                    (bar.get_x() + bar.get_width() / 2, v),
                     xytext=(0, -3),
                     textcoords="offset points",
                     ha="center",
                     va="top",
                     rotation=90,
-                    fontsize=8,
+                    fontsize=9,
                     color="white",
                 )
+                labelled.append((note, bar))
         if column != "server_us_per_decision":  # the steady times differ by less than 3x
             ax.set_yscale("log")
         ax.margins(y=0.08)
@@ -194,7 +199,9 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
         ax.set_xlabel("limit per user (requests per minute)")
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=10)
-    axes[0].legend(fontsize=8, frameon=False, loc="upper left")
+    # under the panels: inside one, the legend would sit on the tallest bars' labels
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
     log = bigkey[bigkey["algorithm"] == "sliding_log"].set_index("limit")
     top = max(limits)
     fig.suptitle(
@@ -202,5 +209,22 @@ def bigkey_figure(bigkey: pd.DataFrame) -> Figure:
         f"and one decision after a pause takes {log.loc[top, 'server_us_after_pause'] / 1e3:.1f} ms of server time",
         fontsize=11,
     )
-    fig.tight_layout()
+    rows = -(-len(algorithms) // 4)  # the legend's rows under the panels, about 0.25 in each
+    fig.tight_layout(rect=(0, 0.25 * rows / fig.get_figheight(), 1, 1))
+    _lift_short_labels(fig, labelled)
     return fig
+
+
+def _lift_short_labels(fig: Figure, labelled: list[tuple[Annotation, Rectangle]]) -> None:
+    """A label longer than its bar goes above it, in black: inside, it would run past the
+    axis into the white below. Measured once the layout is final, where the reader sees it."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    for note, bar in labelled:
+        # a bar from 0 on a log axis starts below the view: what shows of it starts at the axis
+        shown = bar.get_clip_box()  # the axes' box: a bar is drawn only inside it
+        bottom = bar.get_window_extent(renderer).y0
+        bottom = max(bottom, shown.y0) if shown is not None else bottom
+        if not note.get_window_extent(renderer).y0 >= bottom - 1:
+            note.set(va="bottom", color="black")
+            note.xyann = (0, 3)

@@ -60,7 +60,7 @@ def policies_figure(frame: pd.DataFrame, summary: pd.DataFrame, window_ms: int) 
             fontsize=10,
         )
         ax.set_ylabel(f"requests per\n{window_ms / 1000:g} s", fontsize=9)
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper right", fontsize=9)
     axes[-1].set_xlabel("time (s)")
     fig.suptitle("Two limits on one request: the naive way spends the long budget on refusals")
     fig.tight_layout()
@@ -96,8 +96,8 @@ def outage_figure(frames: pd.DataFrame, summary: pd.DataFrame, setup: OutageSetu
             fontsize=9,
         )
         ax.set_ylabel("admitted\nper s", fontsize=9)
-    axes[0].text(setup.down_from_ms / 1000, rate * 1.05, " server down", fontsize=8, va="bottom")
-    axes[0].text(setup.slow_from_ms / 1000, rate * 1.05, " slow", fontsize=8, va="bottom")
+    axes[0].text(setup.down_from_ms / 1000, rate * 1.05, " server down", fontsize=9, va="bottom")
+    axes[0].text(setup.slow_from_ms / 1000, rate * 1.05, " slow", fontsize=9, va="bottom")
     axes[-1].set_xlabel("time (s); dashed: the limit's rate")
     fig.suptitle(f"The store goes away ({LABELS[algorithm]}, {setup.servers} app servers)")
     fig.tight_layout()
@@ -197,8 +197,8 @@ def skew_figure(summary: pd.DataFrame, limit: int) -> Figure:
         s = summary[summary["algorithm"] == name].set_index("skew_ms").loc[skews]
         ax.plot(x, s["most_in_window"], "o-", color=PALETTE[name])
         ax.axhline(limit, color="#555555", linestyle="--", linewidth=1)
-        ax.set_xticks(x, ["TIME" if k == 0 else f"{k / 1000:g}" for k in skews], fontsize=8)
-        ax.set_title(textwrap.fill(LABELS[name], 24), fontsize=8)
+        ax.set_xticks(x, ["TIME" if k == 0 else f"{k / 1000:g}" for k in skews], fontsize=9)
+        ax.set_title(textwrap.fill(LABELS[name], 24), fontsize=9)
     for ax in axes.flat[len(names) :]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
@@ -220,8 +220,8 @@ def native_figure(frame: pd.DataFrame, ops: pd.DataFrame, window_ms: int = 1_000
     y = np.arange(len(names))
     left.barh(y, o["commands_per_decision"], color=[PALETTE[a] for a in names])
     for i, v in enumerate(o["commands_per_decision"]):
-        left.text(v, i, f" {v:.2f}", va="center", fontsize=8)
-    left.set_yticks(y, [LABELS[a] for a in names], fontsize=8)
+        left.text(v, i, f" {v:.2f}", va="center", fontsize=9)
+    left.set_yticks(y, [LABELS[a] for a in names], fontsize=9)
     left.invert_yaxis()
     left.set_xlabel("server commands per decision")
     left.set_title("One command against a script's several", fontsize=10)
@@ -249,14 +249,14 @@ def native_figure(frame: pd.DataFrame, ops: pd.DataFrame, window_ms: int = 1_000
         if last is not None:
             right.annotate(
                 f"count {int(last[count])}", (last["t_ms"] / 1000, row), xytext=(8, 0),
-                textcoords="offset points", va="center", fontsize=8,
+                textcoords="offset points", va="center", fontsize=9,
             )  # fmt: skip
     right.set_xlim(t0 / 1000, (t0 + window_ms * 1.2) / 1000)
-    right.set_yticks([0, 1], ["Lua fixed window", "INCREX grid"], fontsize=8)
+    right.set_yticks([0, 1], ["Lua fixed window", "INCREX grid"], fontsize=9)
     right.set_ylim(-0.6, 1.6)
-    right.set_xlabel(f"time (s), one grid window; user {client}; size = cost; hollow = refused")
-    right.set_title("Where they differ: the Lua window counts refused hits", fontsize=10)
-    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+    right.set_xlabel(f"time (s), one grid window; user {client}\nsize = cost; hollow = refused")
+    right.set_title("Where they differ:\nthe Lua window counts refused hits", fontsize=10)
+    right.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=1)
     fig.suptitle("The server's own primitive: INCREX against the Lua windows")
     fig.tight_layout()
     return fig
@@ -285,7 +285,7 @@ def refusals_figure(frame: pd.DataFrame, window_ms: int) -> Figure:
             )
         ax.set_title(f"a user sending at {multiple:g} x the limit's rate", fontsize=10)
         ax.set_ylabel(f"admitted per\n{w_s:g} s", fontsize=9)
-    axes[0].legend(fontsize=8, loc="upper right")
+    axes[0].legend(fontsize=9, loc="upper right")
     axes[-1].set_xlabel("time (s)")
     fig.suptitle("Refusals that count: above the rate, the user is blocked for as long as it sends")
     fig.tight_layout()

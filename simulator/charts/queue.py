@@ -62,7 +62,7 @@ def basic_figure(pad: QueueRun) -> Figure:
     a.set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
     a.set_title(f"never above max: most {int(per['admitted'].max())}", fontsize=10)
     a.set_ylim(0, s.max_per_window * 1.35)  # room above the bars for the legend
-    a.legend(frameon=False, fontsize=8, loc="upper right")
+    a.legend(frameon=False, fontsize=9, loc="upper right")
     lat = jobs.loc[jobs["outcome"] == "done", "latency_ms"].to_numpy(dtype="float64") / 1000
     b.hist(lat, bins=30, color=colour)
     b.set_xlabel("latency, enqueue to done (s)")
@@ -123,7 +123,7 @@ def global_vs_local_figure(result: QueueRun) -> Figure:
         ax.set_ylim(0, top)
     axes[0, 0].set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
     handles, labels = axes[0, 0].get_legend_handles_labels()  # below the panels: none is cut
-    fig.legend(handles, labels, frameon=False, fontsize=8, loc="lower center", ncol=3)
+    fig.legend(handles, labels, frameon=False, fontsize=9, loc="lower center", ncol=3)
     fig.suptitle(
         f"Budget {s.max_per_window} per {s.window_ms / 1000:g} s, demand "
         f"{s.rooms[0].rate_per_s:g} jobs/s: a counter in the server is one budget for every "
@@ -172,8 +172,8 @@ def fairness_figure(table: pd.DataFrame) -> Figure:
                     va="center",
                     ha="right" if side < 0 else "left",
                 )
-        ax.set_xticks(x, ["quiet rooms", "flood room"])
-        ax.set_xlim(-0.7, len(kinds) - 0.3)
+        ax.set_xticks(x, ["quiet\nrooms", "flood\nroom"])
+        ax.set_xlim(-1.0, len(kinds) - 0.2)  # room for the left dots' labels inside the axes
         ax.set_ylabel(label)
         ax.set_xlabel("rooms")
         if column != "dropped_share":
@@ -211,7 +211,7 @@ def crash_figure(result: QueueRun) -> Figure:
     ax.set_xlabel("time (s)")
     ax.set_ylabel(f"jobs admitted per {s.window_ms / 1000:g} s window")
     ax.set_ylim(0, s.max_per_window * 1.3)
-    ax.legend(frameon=False, fontsize=8, loc="center right")
+    ax.legend(frameon=False, fontsize=9, loc="center right")
     ax.set_title(
         "A worker dies between INCR and PEXPIRE: the counter never expires and the budget never "
         "comes back.\nThe atomic script has no such moment.",

@@ -29,11 +29,11 @@ def replay_speed_figure(figures: pd.DataFrame) -> Figure:
         values = [float(row[m]) for m in methods]
         x = np.arange(len(methods)) + (i - (len(algorithms) - 1) / 2) * width
         bars = ax.bar(x, values, width, color=PALETTE[algorithm], label=LABELS[algorithm])
-        ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=8)
+        ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=9)
     ax.set_xticks(np.arange(len(methods)), list(methods.values()))
     ax.set_yscale("log")
     ax.set_ylabel("decisions per second (log scale)")
     ax.set_title("Same trace, same server, same decisions: pipelining sets the pace", fontsize=11)
-    ax.legend(frameon=False, fontsize=8, loc="upper left")
+    ax.legend(frameon=False, fontsize=9, loc="upper left")
     fig.tight_layout()
     return fig

@@ -1,0 +1,370 @@
+"""Driving JupyterLab as a learner does: start it, open a lesson, Run All, read it top to bottom.
+
+The drives in ``test_lab_run_all.py`` and ``test_lab_lessons.py`` share this. Everything waits on
+what the page says, never on the clock: a notebook is open once its context and its kernel are
+ready and the kernel is idle; Run All is done once the command's promise has settled, the kernel
+is idle again and no cell is running; and it is *complete* only once every code cell holds an
+execution count. On a busy machine JupyterLab may ask which kernel to start (it had not read the
+kernel specs yet; the notebook's own is the dialog's default and is accepted), and cells queued
+on a kernel that was replaced as it started are lost: Run All then runs again, a few times.
+
+JupyterLab 4 draws only the cells on screen, so the reader scrolls ``.jp-WindowedPanel-outer``,
+waits for two animation frames and the images on screen at each stop, and proves that it has
+seen every cell. Errors are read from the notebook's model too, where no scrolling can miss them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from simulator.backends.process import free_port
+from simulator.explore.serve import stop_served
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+#: A kernel's start and a lesson's run on a busy 2-core machine.
+WAIT_MS = 900_000
+VIEWPORT = {"width": 1280, "height": 800}
+#: How many times Run All is asked before a lesson that keeps losing cells fails.
+RUNS = 4
+
+Page = Any  # playwright's Page: the module is imported only where Chromium is
+
+
+def copy_lessons(into: Path) -> Path:
+    """The lessons as a learner's checkout holds them (notebooks, their exercises, the lab's
+    settings; ``data/`` and ``docs/`` linked read only), so that autosave and a learner's edits
+    write into the copy, never into the committed notebooks."""
+    shutil.copytree(ROOT / "notebooks", into / "notebooks")
+    shutil.copytree(ROOT / "lab-settings", into / "lab-settings")
+    (into / "data").symlink_to(ROOT / "data")
+    (into / "docs").symlink_to(ROOT / "docs")
+    return into
+
+
+def start_lab(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """JupyterLab on a free port in ``workdir``, with the project's settings folder (the one
+    ``make lab`` uses: no news, no update check), once it answers; its log is ``lab.log``."""
+    log = workdir / "lab.log"
+    port = free_port(False)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(workdir / ".jupyter"),
+        "JUPYTERLAB_SETTINGS_DIR": str(workdir / "lab-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(workdir / ".jupyter" / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(workdir / ".jupyter" / "runtime"),
+        "PYTHONPATH": str(ROOT),
+    }
+    argv = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+        "--ServerApp.token=", "--ServerApp.password=", "--ip", "127.0.0.1",
+        "--port", str(port), "--LabApp.expose_app_in_browser=True",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        f"--ServerApp.root_dir={workdir}",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        server = subprocess.Popen(argv, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        if server.poll() is not None:
+            raise AssertionError(f"JupyterLab exited: {log.read_text()[-3000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                return server, f"http://127.0.0.1:{port}"
+        except OSError:
+            if time.monotonic() > deadline:
+                stop_served(server)
+                raise AssertionError(
+                    f"JupyterLab did not listen: {log.read_text()[-3000:]}"
+                ) from None
+            time.sleep(0.5)  # polling a socket: the process gives nothing else to wait on
+
+
+def lab_at(workdir: Path) -> Iterator[str]:
+    """A fixture's body: JupyterLab in ``workdir`` for the fixture's life, stopped by its handle."""
+    server, url = start_lab(workdir)
+    try:
+        yield url
+    finally:
+        stop_served(server)
+
+
+def chromium() -> Iterator[Any]:
+    """A fixture's body: Debian's Chromium through Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def tab(browser: Any, tmp_path: Path) -> Iterator[Page]:
+    """A fixture's body: a tab of its own at 1280x800; at the end every kernel is shut down, so
+    that the next lesson runs on a machine with one kernel at a time (as a learner's would), and
+    what the page showed is kept as ``last.png`` (the first thing to look at when it failed)."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(WAIT_MS)
+    try:
+        yield page
+    finally:
+        page.screenshot(path=str(tmp_path / "last.png"))
+        page.evaluate(
+            "() => window.jupyterapp && window.jupyterapp.serviceManager.sessions.shutdownAll()"
+        )
+        page.close()
+
+
+#: What the page is waiting on, or ``false`` while it is still on its way: a dialog to answer
+#: (the kernel's choice), or the notebook ``path`` open with its kernel connected and idle.
+_OPENED = """(path) => {
+  if (document.querySelector('.jp-Dialog .jp-mod-accept')) return 'dialog';
+  const panel = window.jupyterapp?.shell.currentWidget;
+  if (!panel || !panel.context || panel.context.path !== path || !panel.context.isReady) return false;
+  const session = panel.sessionContext;
+  const kernel = session?.session?.kernel;
+  if (!session?.isReady || !kernel || kernel.connectionStatus !== 'connected') return false;
+  return kernel.status === 'idle' ? 'ready' : false;
+}"""
+
+#: Run All, its outcome kept on the window once the command's promise settles.
+_RUN_ALL = """() => {
+  window.__runAll = null;
+  window.jupyterapp.commands.execute('notebook:run-all-cells').then(
+    (ok) => { window.__runAll = ok === false ? 'stopped' : 'done'; },
+    (e) => { window.__runAll = 'failed: ' + e; });
+}"""
+
+#: Run All settled, the kernel idle and no cell running; or a dialog to answer.
+_SETTLED = """() => {
+  if (document.querySelector('.jp-Dialog .jp-mod-accept')) return 'dialog';
+  const panel = window.jupyterapp.shell.currentWidget;
+  const kernel = panel.sessionContext.session?.kernel;
+  if (window.__runAll === null || !kernel || kernel.status !== 'idle') return false;
+  const cells = panel.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    if (cells.get(i).type === 'code' && cells.get(i).executionState === 'running') return false;
+  }
+  return window.__runAll;
+}"""
+
+#: The code cells: [code cells, cells with an execution count, indices of the errors' cells].
+_COUNTS = """() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+  let code = 0, ran = 0; const errors = [];
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells.get(i);
+    if (c.type !== 'code' || !c.sharedModel.source.trim()) continue;
+    code++;
+    if (c.executionCount !== null) ran++;
+    for (let j = 0; j < c.outputs.length; j++) {
+      const o = c.outputs.get(j).toJSON();
+      const text = [].concat(o.text || []).join('');
+      if (o.output_type === 'error' || /Traceback \\(most recent call last\\)/.test(text)) {
+        errors.push(i);
+      }
+    }
+  }
+  return [code, ran, errors];
+}"""
+
+
+def _answer(page: Page, state: str) -> bool:
+    """Accept a dialog if ``state`` says one is up; whether there was one."""
+    if state != "dialog":
+        return False
+    page.locator(".jp-Dialog .jp-mod-accept").first.click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+    return True
+
+
+def open_lesson(page: Page, url: str, path: str) -> None:
+    """Open the notebook at ``path`` (from the lab's root) in a fresh workspace and wait for its
+    kernel to be connected and idle, answering the kernel's dialog if JupyterLab asks."""
+    page.goto(f"{url}/lab/tree/{path}?reset")
+    _wait_idle(page, path)
+
+
+def _wait_idle(page: Page, path: str) -> None:
+    """Until ``path`` is open with its kernel connected and idle, answering any dialog."""
+    while _answer(page, page.wait_for_function(_OPENED, arg=path).json_value()):
+        pass
+
+
+def run_all(page: Page, name: str) -> int:
+    """Run All on the open notebook until every code cell has an execution count (or a cell
+    failed, which the caller reports); how many times Run All was asked."""
+    for runs in range(1, RUNS + 1):
+        page.evaluate(_RUN_ALL)
+        while _answer(page, state := page.wait_for_function(_SETTLED).json_value()):
+            pass
+        code, ran, errors = page.evaluate(_COUNTS)
+        if ran == code or errors:
+            return runs
+        # Cells were lost (queued on a kernel replaced as it started): wait for it to be idle.
+        assert not state.startswith("failed"), f"{name}: Run All {state}"
+        _wait_idle(page, page.evaluate(_PATH))
+    raise AssertionError(f"{name}: {ran} of {code} code cells ran after Run All {RUNS} times")
+
+
+_PATH = "() => window.jupyterapp.shell.currentWidget.context.path"
+
+
+def model_errors(page: Page) -> list[str]:
+    """The error outputs and tracebacks in the notebook's model, each as its cell's index and
+    the start of its source (read from the model: no cell can be off screen)."""
+    errors = page.evaluate(_COUNTS)[2]
+    sources = page.evaluate(
+        """(ix) => ix.map(i => window.jupyterapp.shell.currentWidget.content.model.cells
+                          .get(i).sharedModel.source.slice(0, 80))""",
+        errors,
+    )
+    return [f"cell {i}: {s!r}" for i, s in zip(errors, sources, strict=True)]
+
+
+#: Two animation frames (the windowed list draws on the frame after a scroll), then every image
+#: on screen decoded.
+_DRAWN = """async () => {
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await Promise.all([...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) img')]
+    .map(img => img.decode().catch(() => null)));
+}"""
+
+
+def scroll_to_cell(page: Page, index: int) -> str:
+    """Bring cell ``index`` on screen and return the text its outputs show there."""
+    page.evaluate(
+        "async (i) => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'start')",
+        index,
+    )
+    page.evaluate(_DRAWN)
+    return page.evaluate(
+        """(i) => {
+          const node = window.jupyterapp.shell.currentWidget.content.widgets[i].node;
+          return [...node.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText)
+            .join('\\n');
+        }""",
+        index,
+    )
+
+
+def cell_index(page: Page, starts_with: str) -> int:
+    """The index of the one cell whose source starts with ``starts_with``."""
+    found = page.evaluate(
+        """(start) => {
+          const cells = window.jupyterapp.shell.currentWidget.content.model.cells, out = [];
+          for (let i = 0; i < cells.length; i++) {
+            if (cells.get(i).sharedModel.source.startsWith(start)) out.push(i);
+          }
+          return out;
+        }""",
+        starts_with,
+    )
+    assert len(found) == 1, f"cells starting {starts_with!r}: {found}"
+    return found[0]
+
+
+def type_into_cell(page: Page, index: int, source: str) -> None:
+    """Replace cell ``index``'s source as a learner does: click into its editor, select all,
+    type (inserted as text, so that the editor does not close brackets on its own)."""
+    scroll_to_cell(page, index)
+    editor = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").filter(
+        has=page.locator(f"[data-windowed-list-index='{index}']")
+    )
+    if not editor.count():  # the windowed list marks the cell itself
+        editor = page.locator(f".jp-Cell[data-windowed-list-index='{index}']")
+    editor.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(source)
+    page.keyboard.press("Escape")  # back to command mode, as before Run All
+    got = page.evaluate(
+        "(i) => window.jupyterapp.shell.currentWidget.content.model.cells.get(i).sharedModel"
+        ".source",
+        index,
+    )
+    assert got == source, f"cell {index} reads {got!r}"
+
+
+#: What the screen shows at one stop of the scroll: errors, tables wider than their output area,
+#: elements scrolling sideways that are not a deliberate scroll box, toasts, and which cells
+#: (by their index in the windowed list) are on screen.
+_LOOK = """() => {
+  const out = {errors: [], wide: [], sideways: [], toasts: [], cells: []};
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  for (const e of panel.querySelectorAll(
+      '[data-mime-type="application/vnd.jupyter.stderr"], .jp-OutputArea-output.jp-mod-error')) {
+    const text = e.innerText.trim();  // a warning on stderr is not an error; a traceback is
+    const error = e.classList.contains('jp-mod-error') || /Traceback|Error:/.test(text);
+    if (text && error) out.errors.push(text.slice(0, 300));
+  }
+  for (const area of panel.querySelectorAll('.jp-OutputArea-output')) {
+    const box = area.getBoundingClientRect();
+    for (const table of area.querySelectorAll('table')) {
+      if (table.closest('.workbench-scroll')) continue;
+      const width = table.getBoundingClientRect().width;
+      if (width > box.width + 1) out.wide.push(
+        `${Math.ceil(width)} > ${Math.floor(box.width)} px: ` +
+        [...table.querySelectorAll('th')].map(th => th.innerText).join(' | ').slice(0, 80));
+    }
+  }
+  for (const e of panel.querySelectorAll('*')) {
+    if (e.scrollWidth <= e.clientWidth + 1 || e.clientWidth === 0) continue;
+    if (!['auto', 'scroll'].includes(getComputedStyle(e).overflowX)) continue;
+    if (e.closest('.workbench-scroll') || e.closest('.jp-Editor, .cm-editor')) continue;
+    out.sideways.push(`${e.className || e.tagName}: ${e.scrollWidth} > ${e.clientWidth} px`);
+  }
+  if (document.documentElement.scrollWidth > document.documentElement.clientWidth + 1) {
+    out.sideways.push(`the page: ${document.documentElement.scrollWidth} px wide`);
+  }
+  for (const t of document.querySelectorAll('.Toastify__toast, .jp-toast-message')) {
+    out.toasts.push(t.innerText.slice(0, 120));
+  }
+  const outer = panel.querySelector('.jp-WindowedPanel-outer').getBoundingClientRect();
+  for (const c of panel.querySelectorAll('.jp-Cell[data-windowed-list-index]')) {
+    const r = c.getBoundingClientRect();
+    if (r.bottom > outer.top && r.top < outer.bottom) {
+      out.cells.push(Number(c.dataset.windowedListIndex));
+    }
+  }
+  return out;
+}"""
+
+_SCROLL = """() => {
+  const o = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer');
+  const end = o.scrollTop + o.clientHeight >= o.scrollHeight - 2;
+  o.scrollBy(0, o.clientHeight * 0.8);
+  return end;
+}"""
+
+
+def read_through(page: Page) -> dict[str, list[str]]:
+    """Scroll the open notebook from top to bottom; what every stop showed, merged, and under
+    ``unseen`` the cells no stop showed (none, or the reading proves nothing)."""
+    seen: dict[str, list[Any]] = {"errors": [], "wide": [], "sideways": [], "toasts": []}
+    cells: set[int] = set()
+    page.evaluate(
+        "() => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+        ".jp-WindowedPanel-outer').scrollTo(0, 0)"
+    )
+    for _ in range(1000):  # a lesson is far shorter than 1000 screens
+        page.evaluate(_DRAWN)
+        look = page.evaluate(_LOOK)
+        cells.update(look.pop("cells"))
+        for kind, found in look.items():
+            seen[kind] += [f for f in found if f not in seen[kind]]
+        if page.evaluate(_SCROLL):
+            break
+    total = page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.cells.length")
+    seen["unseen"] = sorted(set(range(total)) - cells)
+    return seen
