@@ -31,7 +31,7 @@ test-fast: $(STAMP)  ## everything not marked slow, server, browser or notebook 
 	$(PY) -m pytest -n 2 -m "$(FAST)"
 
 test-lab: $(STAMP)  ## every notebook Run All in JupyterLab at 1280x800, read top to bottom in Chromium (about 20 min)
-	LAB_DRIVE=1 $(PY) -m pytest -p no:cacheprovider tests/notebooks/test_lab_run_all.py
+	LAB_DRIVE=1 $(PY) -m pytest -p no:cacheprovider tests/notebooks/test_lab_run_all.py tests/notebooks/test_lab_lessons.py
 
 bench: $(STAMP)
 	$(PY) -m simulator bench
