@@ -15,14 +15,20 @@ from simulator.backends.choice import (
     reads_server_clock,
     valkey_available,
 )
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_main
 
 #: The environment that asks compare and replay to choose (their default is still the fake server).
 AUTO = {**os.environ, DEFAULT_ENV: "auto"}
 
 
 def run(*args):
+    """A real process where a server is started (its own cleanup is tested there)."""
     return run_cli(*args, env=AUTO)
+
+
+def run_here(*args):
+    """The same argv in this process, where the fake server decides: no start-up to pay."""
+    return run_main(*args, env=AUTO)
 
 
 TRACE_ROWS = [(t * 37 % 5_000 + t * 50, f"c{t % 7}") for t in range(400)]
@@ -97,7 +103,7 @@ def test_replay_by_default_on_valkey_writes_the_fake_servers_decisions(trace, tm
 
 
 def test_echomq_stays_on_the_fake_server_saying_why(trace):
-    done = run(
+    done = run_here(
         "compare",
         "--baseline",
         "sliding_log:limit=5,window=2",
@@ -121,7 +127,7 @@ def test_a_user_script_reading_time_stays_on_the_fake_server(trace, tmp_path):
         "if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end\n"
         "return {n <= tonumber(ARGV[1]) and 1 or 0, n}\n"
     )
-    done = run(
+    done = run_here(
         "replay", "--script", script, "--algorithm", "clocked", "--limit", "5", "--window", "2",
         trace,
     )  # fmt: skip
@@ -134,7 +140,7 @@ def test_a_user_script_reading_time_stays_on_the_fake_server(trace, tmp_path):
 
 
 def test_backend_fakeredis_forces_the_fake_server(trace):
-    done = run(
+    done = run_here(
         "replay", "--algorithm", "sliding_log", "--limit", "5", "--window", "2",
         "--backend", "fakeredis", trace,
     )  # fmt: skip
@@ -159,7 +165,7 @@ def test_compare_on_dask_gives_every_shard_a_valkey_of_its_own(trace):
 
 def test_without_the_environment_the_default_is_the_fake_server_and_nothing_is_said(trace):
     env = {k: v for k, v in os.environ.items() if k != DEFAULT_ENV}
-    done = run_cli(
+    done = run_main(
         "replay", "--algorithm", "sliding_log", "--limit", "5", "--window", "2", trace, env=env
     )
     assert done.returncode == 0, done.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from conftest import run_cli as run
+from conftest import run_main as run
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "traces" / "apache_combined_sample.log"
