@@ -151,7 +151,7 @@ def test_bad_options_exit_2_naming_the_field(tmp_path, args, needle):
 
 
 def test_missing_trace_file(tmp_path):
-    out = run_cli(
+    out = run(
         "replay",
         str(tmp_path / "nope.csv"),
         "--algorithm",
