@@ -50,7 +50,7 @@ def redis_tag(key: str) -> str | None:
     return key[start + 1 : end]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(ids)
 def test_every_id_comes_back_from_its_encoding(client):
     encoded = encode_client(client)
@@ -58,14 +58,14 @@ def test_every_id_comes_back_from_its_encoding(client):
     assert decode(encoded) == client
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(ids, min_size=2, max_size=8, unique=True))
 def test_different_ids_never_share_an_encoding(clients):
     encodings = [encode_client(c) for c in clients]
     assert len(set(encodings)) == len(clients)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(raw_ids)
 def test_an_id_read_from_bytes_is_encoded_from_those_bytes(raw):
     client = raw.decode("utf-8", "surrogateescape")
@@ -75,14 +75,14 @@ def test_an_id_read_from_bytes_is_encoded_from_those_bytes(raw):
     assert decode(encoded) == client
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(raw_ids, min_size=2, max_size=8, unique=True))
 def test_different_bytes_never_share_a_tag(raws):
     tags = {hash_tag(r.decode("utf-8", "surrogateescape")) for r in raws}
     assert len(tags) == len(raws)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(ids)
 def test_the_encoding_has_no_brace_and_is_never_empty(client):
     encoded = encode_client(client)
@@ -90,7 +90,7 @@ def test_the_encoding_has_no_brace_and_is_never_empty(client):
     assert encoded != ""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.text(characters, min_size=1, max_size=12))
 def test_only_the_empty_id_is_encoded_as_a_lone_percent(client):
     assert encode_client(client) != "%"
@@ -118,7 +118,7 @@ def test_braces_in_an_id_cannot_break_out_of_the_tag():
         assert tag.count("{") == 1 and tag.count("}") == 1
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(ids)
 def test_hash_tag_wraps_the_encoding_in_one_pair_of_braces(client):
     tag = hash_tag(client)

@@ -65,7 +65,7 @@ def logs(draw: st.DrawFn) -> tuple[pd.DataFrame, int]:
     return frame, draw(st.integers(1, 30))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(logs())
 def test_rolling_admitted_equals_the_brute_force_count(case):
     frame, window_ms = case

@@ -16,7 +16,7 @@ from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.gateways import GATEWAYS
 from simulator.checks import ConfigError
 from simulator.comparison.spec import load_candidates, parse_spec
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, run_main
 
 SAMPLE = ROOT / "data" / "traces" / "apache_combined_sample.log"
 
@@ -77,7 +77,7 @@ def test_a_candidates_file_takes_a_gateway_table(tmp_path):
 
 
 def test_on_the_command_line_a_bad_value_is_exit_2_with_one_line():
-    done = run_cli(
+    done = run_main(
         "compare", SAMPLE, "--format", "clf", "--baseline", "fixed_window:limit=20,window=60",
         "--candidate", "nginx:rate=1r/s,burst=5", "--candidate", "traefik:average=6,period=1 minute",
     )  # fmt: skip
@@ -107,7 +107,7 @@ def test_a_number_is_ascii_digits_at_most_15_and_a_long_one_is_not_echoed_whole(
 
 
 def test_a_5000_digit_value_on_the_command_line_is_exit_2_with_one_short_line():
-    done = run_cli(
+    done = run_main(
         "compare", SAMPLE, "--format", "clf", "--baseline", "fixed_window:limit=20,window=60",
         "--candidate", "nginx:rate=1r/s,burst=" + "7" * 5000,
     )  # fmt: skip

@@ -103,7 +103,9 @@ def _fields_keep_their_form(name, d, window_ms, limit):
 
 
 @pytest.mark.parametrize("name", [*BUILT_IN, USER_SCRIPT])
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 30 traces of up to 20 requests for each of a dozen algorithms, each decision parsed and one
+# of them replayed and taken at its word: about 360 traces a run.
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=st.data(),
     limit=st.integers(1, 6),

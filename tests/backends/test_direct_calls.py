@@ -174,7 +174,8 @@ def test_the_contracts_study_decides_a_users_script_on_every_default_family_whol
 
     sizes = [len(offered(f)) for f in families("default")]
     assert max(sizes) <= contracts.LUA_SAMPLE
-    assert max(len(offered(f)) for f in families("full")) > contracts.LUA_SAMPLE  # marked there
+    # marked there; any() stops at the first family past the sample (the others cost a second)
+    assert any(len(offered(f)) > contracts.LUA_SAMPLE for f in families("full"))
 
 
 def test_bench_fake_names_every_algorithm_and_finds_the_same_replies_three_ways():

@@ -72,7 +72,11 @@ def loop(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("command", ["burst", "replay", "check", "charts"])
+# replay in the fast run (it keeps the decision before the loop too); the others in make test
+@pytest.mark.parametrize(
+    "command",
+    ["replay", *(pytest.param(c, marks=pytest.mark.slow) for c in ("burst", "check", "charts"))],
+)
 def test_a_looping_script_is_stopped_after_its_budget_with_one_message(command, loop, tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text("t_ms,client\n0,a\n1,a\n")
@@ -98,6 +102,7 @@ def test_a_looping_script_is_stopped_after_its_budget_with_one_message(command, 
         assert pd.read_csv(out)["t_ms"].tolist() == [0]  # the decision before the loop is kept
 
 
+@pytest.mark.slow  # filling 32 MiB of Lua strings, in a program of its own
 def test_a_script_that_fills_the_heap_is_stopped_naming_the_cap(tmp_path):
     hog = tmp_path / "hog.lua"
     hog.write_text(HOG)

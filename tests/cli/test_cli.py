@@ -1,6 +1,8 @@
 """The command line, driven as a user would: with the user's argv, through ``main`` in this
-process (``run``: the same status and output, without a Python start-up each), and as
-``python -m simulator ...`` in a subprocess where the program as a whole is the point."""
+process (``run``: the same status and output, without a Python start-up each). The program as
+a whole (``python -m simulator ...`` in a process of its own) is started where only a real
+process shows the point: a signal, a file size limit, a variable read at import
+(``tests/backends/test_script_limits.py``, ``tests/algorithms/test_toy.py``, ...)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import algorithm_case, run_cli, shipped, shipped_algorithms
+from conftest import algorithm_case, shipped, shipped_algorithms
 from conftest import run_main as run
 
 from simulator.algorithms import ALGORITHMS
@@ -23,7 +25,7 @@ APACHE_LOG = ROOT / "data" / "traces" / "apache_combined_sample.log"
 def test_burst_prints_the_practice_case_numbers():
     """Each shipped algorithm's line says what its file (``[practice]``) says it lets through of
     the two bursts of 100; one registered from elsewhere just has to have its line."""
-    out = run_cli("burst")
+    out = run("burst")
     assert out.returncode == 0, out.stderr
     lines = {line.split()[0]: line.split() for line in out.stdout.splitlines()[2:]}
     assert set(lines) == set(ALGORITHMS)  # a line for every registered algorithm
@@ -153,7 +155,7 @@ def test_bad_options_exit_2_naming_the_field(tmp_path, args, needle):
 
 
 def test_missing_trace_file(tmp_path):
-    out = run_cli(
+    out = run(
         "replay",
         str(tmp_path / "nope.csv"),
         "--algorithm",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_main
 from conftest import one_message as refused
 
 SPECS = (
@@ -39,7 +39,7 @@ def one_message(done: subprocess.CompletedProcess, *needles: str) -> None:
 
 def test_over_the_budget_exits_1_and_writes_the_report(tmp_path):
     report, limits = tmp_path / "plan.md", tmp_path / "limits.csv"
-    done = run_cli(
+    done = run_main(
         "compare", trace(tmp_path), *SPECS, "--budget", "flips_to_refused=0", "--report",
         report, "--limits", "2..4:1", "--limits-out", limits,
     )  # fmt: skip
@@ -64,13 +64,13 @@ def test_over_the_budget_exits_1_and_writes_the_report(tmp_path):
 
 
 def test_within_the_budget_exits_0(tmp_path):
-    done = run_cli("compare", trace(tmp_path), *SPECS, "--budget", "flips_to_refused=100%")
+    done = run_main("compare", trace(tmp_path), *SPECS, "--budget", "flips_to_refused=100%")
     assert done.returncode == 0, done.stderr
     assert "budget flips_to_refused=100%: the pick is within it" in done.stdout
 
 
 def test_keeping_the_baseline_is_within_any_budget(tmp_path):
-    done = run_cli(
+    done = run_main(
         "compare", trace(tmp_path), "--baseline", "fixed_window:limit=50,window=2",
         "--candidate", "sliding_log:limit=50,window=2", "--budget", "clients_affected=0",
     )  # fmt: skip
@@ -88,17 +88,17 @@ def test_keeping_the_baseline_is_within_any_budget(tmp_path):
 )
 def test_a_bad_budget_is_one_message_and_exit_2(tmp_path, budget, needle):
     report = tmp_path / "plan.md"
-    done = run_cli("compare", trace(tmp_path), *SPECS, "--budget", budget, "--report", report)
+    done = run_main("compare", trace(tmp_path), *SPECS, "--budget", budget, "--report", report)
     one_message(done, "--budget", needle)
     assert not report.exists()
 
 
 def test_bad_limits_are_one_message_and_exit_2(tmp_path):
-    one_message(run_cli("compare", trace(tmp_path), *SPECS, "--limits", "5,x"), "--limits", "'x'")
+    one_message(run_main("compare", trace(tmp_path), *SPECS, "--limits", "5,x"), "--limits", "'x'")
 
 
 def test_limits_out_without_limits_is_one_message(tmp_path):
-    done = run_cli("compare", trace(tmp_path), *SPECS, "--limits-out", tmp_path / "l.csv")
+    done = run_main("compare", trace(tmp_path), *SPECS, "--limits-out", tmp_path / "l.csv")
     one_message(done, "--limits-out", "give --limits too")
 
 

@@ -100,6 +100,7 @@ def valkey():
 STRETCH = 1000
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("algorithm", server_time_free())
 def test_pipelined_rows_on_valkey_equal_one_at_a_time_and_the_fake_server(valkey, algorithm):
     scenario = _scenario(algorithm, STRETCH)
@@ -133,6 +134,7 @@ def test_a_users_script_pipelined_on_the_fake_server_gives_the_same_rows(users_s
     pd.testing.assert_frame_equal(piped, simulate(scenario, FakeRedisBackend(), pipelined=False))
 
 
+@pytest.mark.server
 def test_a_users_script_on_a_real_server_goes_one_call_at_a_time(valkey, users_script):
     """A loop in a user's script would hold every call in flight: one at a time, it is stopped
     at its first call."""

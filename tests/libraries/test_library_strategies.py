@@ -185,6 +185,7 @@ def _library_files() -> dict[str, str]:
     return hashes
 
 
+@pytest.mark.slow  # every algorithm and the libraries, in a program of its own
 def test_burst_prints_the_library_rows_and_leaves_the_library_as_it_was():
     before = _library_files()
     env = {**__import__("os").environ, "SIMULATOR_ALGORITHMS": "simulator.libraries.registered"}

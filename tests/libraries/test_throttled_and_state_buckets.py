@@ -226,6 +226,7 @@ def _library_files() -> dict[str, str]:
     return hashes
 
 
+@pytest.mark.slow  # every algorithm and the libraries, in a program of its own
 def test_burst_prints_their_rows_and_leaves_the_libraries_as_they_were():
     before = _library_files()
     env = {**os.environ, "SIMULATOR_ALGORITHMS": "simulator.libraries.registered"}

@@ -129,6 +129,7 @@ def upstash(tmp_path):
     ALGORITHMS.pop("upstash", None)
 
 
+@pytest.mark.server
 def test_a_scripts_steady_state_holds_every_key_the_script_keeps(upstash):
     from simulator.backends import RedisBackend
     from simulator.backends.embedded import EmbeddedValkey

@@ -293,6 +293,7 @@ def test_every_setting_is_validated_with_one_message_naming_it(make, field):
         make()
 
 
+@pytest.mark.server
 def test_a_real_valkey_has_no_increx_and_a_replay_there_says_so_in_one_line(tmp_path, capsys):
     from simulator.backends import RedisBackend
     from simulator.backends.embedded import EmbeddedValkey

@@ -26,7 +26,8 @@ from simulator.studies.queue_budget import (
     run,
 )
 
-FEW = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Each example is a 2 s study of up to three rooms and eight workers (0.1 to 0.3 s of CPU each).
+FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def first_hit_windows(admit_ms: np.ndarray, window_ms: int) -> list[int]:
