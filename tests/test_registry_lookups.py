@@ -23,8 +23,9 @@ EDGES = (
     "simulator/algorithms/__init__.py",
     "simulator/policy.py",
 )
-#: The most lookups allowed below the edges (three when this test was written).
-CEILING = 12
+#: The most lookups allowed below the edges: the three there are (the goal was at most twelve).
+#: A new one fails here; raise this only with the reason written beside it.
+CEILING = 3
 
 
 def lookups_below_the_edges(root: Path = ROOT) -> list[str]:

@@ -66,7 +66,7 @@ def start_lab(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     argv = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
         "--ServerApp.token=", "--ServerApp.password=", "--ip", "127.0.0.1",
-        "--port", str(port), "--LabApp.expose_app_in_browser=True",
+        "--port", str(port), "--ServerApp.port_retries=0", "--LabApp.expose_app_in_browser=True",
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         f"--ServerApp.root_dir={workdir}",

@@ -49,7 +49,7 @@ def test_jupyterlab_reads_news_and_update_checks_off(tmp_path):
     }
     argv = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-        "--ip", "127.0.0.1", "--port", str(port), f"--ServerApp.token={token}",
+        "--ip", "127.0.0.1", "--port", str(port), "--ServerApp.port_retries=0", f"--ServerApp.token={token}",
         f"--ServerApp.root_dir={ROOT / 'notebooks'}",
     ]  # fmt: skip
     with (tmp_path / "lab.log").open("wb") as log:

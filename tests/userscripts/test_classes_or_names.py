@@ -1,5 +1,6 @@
-"""The grader, the foreign-server check and the shipping take a Limiter class as they take a
-name: the name is looked up once where it comes in, and the answer is the same."""
+"""The grader and the shipping take a Limiter class as they take a name: the name is looked up
+once where it comes in, and the answer is the same. The foreign-server check takes either too,
+and on the fake server it does nothing with them."""
 
 from __future__ import annotations
 
