@@ -15,6 +15,7 @@ seen every cell. Errors are read from the notebook's model too, where no scrolli
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -119,10 +120,12 @@ def tab(browser: Any, tmp_path: Path) -> Iterator[Page]:
     try:
         yield page
     finally:
-        page.screenshot(path=str(tmp_path / "last.png"))
-        page.evaluate(
-            "() => window.jupyterapp && window.jupyterapp.serviceManager.sessions.shutdownAll()"
-        )
+        with contextlib.suppress(Exception):  # the picture must not hide the failure it shows
+            page.screenshot(path=str(tmp_path / "last.png"))
+        with contextlib.suppress(Exception):
+            page.evaluate(
+                "() => window.jupyterapp && window.jupyterapp.serviceManager.sessions.shutdownAll()"
+            )
         page.close()
 
 
