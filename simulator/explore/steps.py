@@ -15,7 +15,7 @@ Each step also carries the script's raw reply, the header fields of the decision
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ import pandas as pd
 
 from simulator.backends.direct import DirectFakeBackend
 from simulator.explain.replay import Replay
+from simulator.explore.job import Cancelled
 from simulator.fastref import decide_bulk
 from simulator.headers import http_headers
 from simulator.policy import Policy, resolve
@@ -152,9 +153,17 @@ class Stepper:
         return len(self.times)
 
     def __getitem__(self, i: int) -> Step:
+        return self.at(i)
+
+    def at(self, i: int, stale: Callable[[], bool] = lambda: False) -> Step:
+        """Step ``i``, the requests before it decided first if not yet; ``stale()`` is asked
+        between them, and stops the stepping with :class:`Cancelled` (the steps made so far
+        are kept: a later call goes on from there)."""
         if not 0 <= i < len(self.times):
             raise IndexError(i)
         while len(self.steps) <= i:
+            if stale():
+                raise Cancelled()
             self.steps.append(self._next())
         return self.steps[i]
 
