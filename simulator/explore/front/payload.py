@@ -23,9 +23,10 @@ import pandas as pd
 
 from simulator import metrics
 from simulator.algorithms import ALGORITHMS
-from simulator.charts import LABELS, PALETTE
+from simulator.algorithms.palette import ROLE_COLOURS, check_colours
 from simulator.explore.runs import Outcome, seams_ms
 from simulator.explore.words import row_note
+from simulator.policy import lookup
 
 __all__ = ["timeline_payload", "row_of", "state_text", "ROW_FIELDS"]
 
@@ -41,6 +42,14 @@ ROW_FIELDS = (
     "reset_ms",
     "state",
 )
+
+
+def _colour(algorithm: str) -> str:
+    """The algorithm's colour from the registry, held to the colour rule first, as the charts'
+    palette gives it (:data:`simulator.charts.PALETTE`, not imported: it brings pyplot, which
+    a page's first run should not wait for)."""
+    check_colours({n: cls.colour for n, cls in ALGORITHMS.items()}, ROLE_COLOURS)
+    return lookup(algorithm, owner="PALETTE").colour
 
 
 def _column(frame: pd.DataFrame, rows: np.ndarray, name: str, kind: type) -> list[Any]:
@@ -90,8 +99,8 @@ def row_of(
     cls = ALGORITHMS.get(algorithm)
     return {
         "algorithm": algorithm,
-        "label": LABELS[algorithm],
-        "colour": PALETTE[algorithm],
+        "label": lookup(algorithm, owner="LABELS").label,
+        "colour": _colour(algorithm),
         "note": note,
         "counted": cls.counted_window if cls is not None else "trailing",
         "window_ms": int(window_ms),
