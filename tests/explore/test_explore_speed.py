@@ -1,0 +1,103 @@
+"""What makes the explorer quick keeps its decisions honest: the steps of a jump equal those
+made one by one, a newer run stops the stepping between two requests and it goes on after."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.explore.job import Cancelled
+from simulator.explore.presets import PRESETS
+from simulator.explore.runs import Runner
+from simulator.explore.steps import KEPT_BEHIND, Stepper, step_through
+
+
+@pytest.fixture(scope="module")
+def burst():
+    settings = PRESETS["boundary burst"].settings
+    outcome = Runner(workers=0).run(settings)
+    frame = outcome.frames["sliding_counter"]
+    columns = (frame["t_ms"].tolist(), frame["cost"].tolist(), frame["allowed"].tolist())
+    return settings.policies["sliding_counter"], columns
+
+
+def test_a_jump_and_steps_back_past_the_kept_ones_equal_the_steps_one_by_one(burst):
+    policy, (times, costs, allowed) = burst
+    one_by_one = step_through(
+        policy.name, policy.limit, policy.window_ms, dict(policy.params), "bursts-1",
+        times, costs, allowed,
+    )  # fmt: skip
+    stepper = Stepper(policy, "bursts-1", times, costs, allowed)
+    try:
+        at = 120
+        assert stepper[at] == one_by_one[at]
+        for i in range(at - 1, at - KEPT_BEHIND - 5, -1):  # back, past the steps kept
+            assert stepper[i] == one_by_one[i]
+        assert stepper[at + 1] == one_by_one[at + 1]
+    finally:
+        stepper.close()
+
+
+def test_a_newer_run_stops_the_stepping_and_a_later_call_goes_on(burst):
+    policy, (times, costs, allowed) = burst
+    stepper = Stepper(policy, "bursts-1", times, costs, allowed)
+    asked = [0]
+
+    def stale() -> bool:
+        asked[0] += 1
+        return asked[0] > 10
+
+    try:
+        with pytest.raises(Cancelled):
+            stepper.at(150, stale)
+        expected = step_through(
+            policy.name, policy.limit, policy.window_ms, dict(policy.params), "bursts-1",
+            times, costs, allowed,
+        )[150]  # fmt: skip
+        assert stepper.at(150) == expected
+    finally:
+        stepper.close()
+
+
+def test_the_address_carries_painted_requests_and_parameters_and_reopens_them():
+    from simulator.explore import Explorer
+
+    painted = "preset=boundary+burst&param.token_bucket.burst=150&added=30,2,bursts-1&request=3"
+    first = Explorer(workers=0, look_ahead=False, address=painted)
+    try:
+        first.refresh()
+        settings = first.outcome.settings
+        assert settings.traffic.added == (("bursts-1", 30.0, 2),)
+        assert settings.policies["token_bucket"].params["burst"] == 150
+        assert first.outcome.summaries["fixed_window"].requests == 202
+        assert first.timeline.added == [{"t_ms": 30_000.0, "n": 2}]
+        again = first.address()
+    finally:
+        first.close()
+    assert "added=30%2C2%2Cbursts-1" in again and "param.token_bucket.burst=150" in again
+    second = Explorer(workers=0, look_ahead=False, address=again)
+    try:
+        second.refresh()
+        assert second.outcome.settings.policies == settings.policies
+        assert second.outcome.settings.traffic == settings.traffic
+        assert second.step is not None and second.step.index == 2
+    finally:
+        second.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("param.nope.burst=1", "address: param.nope.burst: no algorithm 'nope'"),
+        ("param.token_bucket.size=1", "token_bucket has no parameter 'size' (burst)"),
+        ("param.token_bucket.burst=many", "param.token_bucket.burst='many' is not a number"),
+        ("added=30,2", "added='30,2': expected <at_s>,<n>,<client>"),
+        ("added=soon,2,bursts-1", "added (at_s)='soon' is not a number"),
+    ],
+)
+def test_a_wrong_address_names_what_is_wrong(query, said):
+    from simulator.checks import ConfigError
+    from simulator.explore.share import read_address
+
+    with pytest.raises(ConfigError) as refused:
+        read_address(query)
+    assert said in str(refused.value)
