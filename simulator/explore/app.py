@@ -224,6 +224,8 @@ class Explorer:
             return
         with self._hush():
             self.controls.apply(view.settings)
+            self._added = view.settings.traffic.added  # the requests painted by hand
+            self.timeline.added = [{"t_ms": at_s * 1000, "n": n} for _, at_s, n in self._added]
         if view.preset:
             self._card(view.preset)
             self._client = PRESETS[view.preset].client
