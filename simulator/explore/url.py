@@ -141,6 +141,27 @@ def _as(like: Any, text: str, name: str) -> Any:
     return text
 
 
+def _changes(given: dict[str, str], base: Settings) -> dict[str, Any]:
+    """The settings (not the traffic's) that ``given`` changes from ``base``, taken out of it."""
+    changes: dict[str, Any] = {}
+    if "algorithms" in given:
+        changes["algorithms"] = tuple(a for a in given.pop("algorithms").split(",") if a)
+    for k in _SETTINGS:
+        if k in given:
+            like = getattr(base, k)
+            changes[k] = given.pop(k) if like is None else _as(like, given.pop(k), k)
+    return changes
+
+
+def _traffic(given: dict[str, str], added: list[str], base: Traffic) -> Traffic:
+    """``base`` with the traffic's numbers ``given`` (taken out of it) and the requests
+    ``added`` by hand."""
+    traffic = {k: _as(getattr(base, k), given.pop(k), k) for k in _TRAFFIC if k in given}
+    if added:
+        traffic["added"] = _read_added(added)
+    return replace(base, **traffic) if traffic else base
+
+
 def read_query(query: str, presets: dict[str, Settings], default: Settings) -> View | None:
     """The view an address' ``query`` asks for (None when it asks for nothing), its settings
     on top of the preset's (or ``default``)."""
@@ -153,27 +174,14 @@ def read_query(query: str, presets: dict[str, Settings], default: Settings) -> V
     if preset and preset not in presets:
         raise ConfigError(f"address: no preset {preset!r}; known: {', '.join(presets)}")
     base = presets.get(preset, default)
-    changes: dict[str, Any] = {}
-    if "algorithms" in given:
-        changes["algorithms"] = tuple(a for a in given.pop("algorithms").split(",") if a)
-    for k in _SETTINGS:
-        if k in given:
-            like = getattr(base, k)
-            changes[k] = given.pop(k) if like is None else _as(like, given.pop(k), k)
-    traffic: dict[str, Any] = {
-        k: _as(getattr(base.traffic, k), given.pop(k), k) for k in _TRAFFIC if k in given
-    }
-    if added:
-        traffic["added"] = _read_added(added)
-    if traffic:
-        changes["traffic"] = replace(base.traffic, **traffic)
+    changes = _changes(given, base)
+    traffic = _traffic(given, added, base.traffic)
+    if traffic != base.traffic:
+        changes["traffic"] = traffic
     params = [(k, v) for k, v in pairs if k.startswith(_PARAM)]
     if params:
         changes["params"] = _read_params(params, base)
-    try:
-        request = int(given.get("request", "0"))
-    except ValueError:
-        raise ConfigError(f"address: request={given['request']!r} is not a number") from None
+    request = _as(0, given.get("request", "0"), "request")
     return View(
         preset,
         replace(base, **changes),
