@@ -101,3 +101,59 @@ def test_a_wrong_address_names_what_is_wrong(query, said):
     with pytest.raises(ConfigError) as refused:
         read_address(query)
     assert said in str(refused.value)
+
+
+def _by_client(frame):
+    return frame.sort_values("client", kind="stable").reset_index(drop=True)
+
+
+def _painted(settings, *added):
+    from dataclasses import replace
+
+    return replace(settings, traffic=replace(settings.traffic, added=added))
+
+
+@pytest.mark.parametrize("workers", [0, pytest.param(1, marks=pytest.mark.slow)])
+def test_a_request_painted_on_one_client_decides_only_it_again_with_the_rows_of_a_whole_run(
+    workers, monkeypatch
+):
+    import pandas as pd
+
+    from simulator.explore import job as jobs
+    from simulator.explore.settings import Settings
+
+    before = Settings(duration_s=30.0)
+    one = _painted(before, ("poisson-1", 12.5, 3))
+    two = _painted(before, ("poisson-1", 12.5, 3), ("bursts-1", 9.0, 4))
+    runner = Runner(workers=workers)
+    try:
+        runner.run(before)
+        merges = []
+        real = jobs.merged
+        monkeypatch.setattr(
+            "simulator.explore.runs.merged", lambda *a: merges.append(a[2]) or real(*a)
+        )
+        got = [runner.run(one), runner.run(two)]
+    finally:
+        runner.close()
+    assert merges[: len(before.algorithms)] == [["poisson-1"]] * len(before.algorithms)
+    assert merges[len(before.algorithms) :] == [["bursts-1"]] * len(before.algorithms)
+    for settings, outcome in zip((one, two), got, strict=True):
+        whole = Runner(workers=0).run(settings)
+        for a in settings.algorithms:
+            pd.testing.assert_frame_equal(
+                _by_client(outcome.frames[a]), _by_client(whole.frames[a])
+            )
+            assert outcome.summaries[a] == whole.summaries[a]
+
+
+def test_a_request_painted_on_a_polite_client_runs_them_all():
+    from simulator.explore.partial import partial_of
+    from simulator.explore.settings import Settings
+
+    before = Settings(duration_s=30.0)
+    after = _painted(before, ("polite-1", 12.5, 3))
+    assert partial_of(after, "fixed_window", lambda s: s, lambda key: key == before) is None
+    other = _painted(before, ("steady-1", 12.5, 3))
+    part = partial_of(other, "fixed_window", lambda s: s, lambda key: key == before)
+    assert part is not None and part.names == ("steady-1",)
