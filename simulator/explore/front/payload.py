@@ -56,8 +56,9 @@ def _column(frame: pd.DataFrame, rows: np.ndarray, name: str, kind: type) -> lis
     """One column of ``rows`` as Python values (``None`` where the log has none)."""
     if name not in frame.columns:
         return [None] * len(rows)
-    values = frame[name].iloc[rows].tolist()
-    return [None if v is None or pd.isna(v) else kind(v) for v in values]
+    column = frame[name].iloc[rows]
+    missing = column.isna().to_numpy(dtype=bool).tolist()  # once for the column, not per value
+    return [None if m else kind(v) for v, m in zip(column.tolist(), missing, strict=True)]
 
 
 def state_text(
