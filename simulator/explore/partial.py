@@ -53,20 +53,17 @@ def partial_of(
         return None
     if not resolve_spec(settings.backend).virtual_time:
         return None
-    added = settings.traffic.added
+    added, specs = settings.traffic.added, settings.traffic.clients()
+    everyone = {spec.name for spec in specs}
     for k in range(len(added) - 1, max(-1, len(added) - 1 - LOOK_BACK), -1):
-        earlier = replace(settings, traffic=replace(settings.traffic, added=added[:k]))
-        key = key_of(earlier)
-        if not cached(key):
-            continue
         names = tuple(dict.fromkeys(client for client, _, _ in added[k:]))
-        specs = settings.traffic.clients()
-        if {s.name for s in specs} <= set(names):
-            return None  # every client again: a run of them all
+        if everyone <= set(names):
+            return None  # every client again (and more so further back): a run of them all
         if any(reacts(spec) for spec in specs if spec.name in names):
             # A client that reacts to its answers shares its counter with the requests added
             # to it; at one instant the two may go in another order alone than among all.
             return None
-        only = tuple(i for i, spec in enumerate(specs) if spec.name in names)
-        return Partial(key, names, only)
+        key = key_of(replace(settings, traffic=replace(settings.traffic, added=added[:k])))
+        if cached(key):
+            return Partial(key, names, tuple(i for i, s in enumerate(specs) if s.name in names))
     return None
