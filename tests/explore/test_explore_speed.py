@@ -157,3 +157,35 @@ def test_a_request_painted_on_a_polite_client_runs_them_all():
     other = _painted(before, ("steady-1", 12.5, 3))
     part = partial_of(other, "fixed_window", lambda s: s, lambda key: key == before)
     assert part is not None and part.names == ("steady-1",)
+
+
+@pytest.mark.slow
+def test_a_preheated_kernel_counts_toward_the_bound_and_gets_past_it_are_refused(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    pytest.importorskip("voila")
+    from served import WAIT_S, children_running, served
+
+    with served(tmp_path, most_kernels=2, preheat=True) as (server, port, log):
+        statuses = []
+        for _ in range(4):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=WAIT_S) as page:
+                    statuses.append(page.status)
+                    assert "explorer" in page.read().decode("utf-8", "replace")
+            except urllib.error.HTTPError as refused:
+                statuses.append(refused.code)
+                assert refused.reason == "2 explorer kernels already running; try again later"
+        said = log.read_text()
+        assert statuses == [200, 200, 503, 503], (statuses, said[-3000:])
+        assert "Using pre-heated kernel" in said, said[-3000:]
+        assert 1 <= len(children_running(server.pid, b"ipykernel")) <= 2
+        assert server.poll() is None
+
+
+def test_make_explore_keeps_a_kernel_preheated_and_tests_serve_without_one():
+    from simulator.explore.serve import voila_argv
+
+    assert "--VoilaConfiguration.preheat_kernel=True" in voila_argv(preheat=True)
+    assert not any("preheat" in a for a in voila_argv())
