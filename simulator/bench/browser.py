@@ -6,7 +6,11 @@ same code), opened in headless Chromium at 1280×800. Each wait is timed in the 
 capturing listener stamps the input event (``performance.now()``), and the wait ends after the
 frame that shows its answer has been painted (a ``requestAnimationFrame`` and a task after it):
 
-- **page load**: from the address opened to the first run's timeline drawn (goal ≤ 3 s);
+- **page load**: from the address opened to the first run's timeline drawn (goal ≤ 3 s), in a
+  page of its own each: as ``make explore`` serves it, a kernel is kept preheated (its
+  notebook run up to the page's address), and a page takes it - :data:`LOADS` loads, each
+  once a fresh kernel is ready (its CPU time still for a second) - and one load as the server
+  starts, whose kernel is still starting (what a reader gets when no kernel is ready);
 - **a preset**: a click on one (two presets in turn, the boundary burst last) to its run drawn;
 - **jump to a seam**: *seam ▶* on the boundary burst (after an untimed *◀ seam*), to the paint;
 - **a step** (*step ▶*, or *◀ step* near the last request) and **a scrub frame** (an ``input``
@@ -44,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulator.bench.timing import load_average
-from simulator.explore.serve import stop_served
+from simulator.explore.serve import descendants, stop_served
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -59,6 +63,10 @@ CHANGES = 12
 STEPS = 15
 #: Long enough for a kernel to start and run on a busy 2-core machine.
 WAIT_S = 180.0
+#: Page loads timed with a kernel preheated (each in a page of its own).
+LOADS = 3
+#: A preheated kernel is ready once its CPU time has not grown for this long (seconds).
+IDLE_S = 1.0
 #: The goals, in seconds: a frame at 60 per second, a quarter of a second, three seconds.
 GOALS_S = {"load": 3.0, "step": 0.016, "scrub": 0.016, "painted": 0.25, "dragged": 0.25}
 #: The two presets clicked in turn (the boundary burst last: the seams are measured on it).
@@ -138,8 +146,9 @@ def _missing() -> str | None:
 
 
 @contextmanager
-def _voila(folder: Path) -> Iterator[str]:
-    """The explorer notebook, copied into ``folder``, served by Voilà; yields the page's URL."""
+def _voila(folder: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """The explorer notebook, copied into ``folder``, served by Voilà as ``make explore``
+    serves it (a kernel kept preheated); yields the page's URL, the server and its log."""
     import simulator
     from simulator.backends.process import free_port
     from simulator.explore.serve import NOTEBOOK, voila_argv
@@ -160,7 +169,7 @@ def _voila(folder: Path) -> Iterator[str]:
     log = folder / "voila.log"
     with log.open("wb") as sink:
         server = subprocess.Popen(
-            voila_argv(f"notebooks/{NOTEBOOK.name}", port),
+            voila_argv(f"notebooks/{NOTEBOOK.name}", port, preheat=True),
             cwd=folder,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -178,26 +187,114 @@ def _voila(folder: Path) -> Iterator[str]:
                     break
             except OSError:
                 time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/"
+        yield f"http://127.0.0.1:{port}/", server, log
     finally:
         stop_served(server)
 
 
+def _kernel_pids(server: subprocess.Popen[bytes]) -> dict[str, int]:
+    """The kernels the server started that are still running, by id (their command line
+    names their connection file, ``kernel-<id>.json``)."""
+    found = {}
+    for pid in descendants(server.pid):
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        named = re.search(r"kernel-([0-9a-f-]{36})\.json", line)
+        if named and "ipykernel" in line:
+            found[named.group(1)] = pid
+    return found
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _preheated(server: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait until a kernel that no page has taken (Voilà's log says which it started and
+    which it handed to a page) is ready: idle for :data:`IDLE_S` (its notebook run, waiting
+    for a page)."""
+    deadline = time.monotonic() + WAIT_S
+    seen: dict[int, tuple[float, float]] = {}  # pid: (its CPU seconds, since when unchanged)
+    while time.monotonic() < deadline:
+        said = log.read_text(errors="replace")
+        started = set(re.findall(r"Kernel started: ([0-9a-f-]{36})", said))
+        taken = set(re.findall(r"Using pre-heated kernel: ([0-9a-f-]{36})", said))
+        now = time.monotonic()
+        for kernel, pid in _kernel_pids(server).items():
+            if kernel not in started - taken:
+                continue
+            try:
+                cpu = _cpu_s(pid)
+            except OSError:
+                continue
+            last = seen.get(pid)
+            if last is None or cpu != last[0]:
+                seen[pid] = (cpu, now)
+            elif now - last[1] >= IDLE_S:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"explorer-browser: no preheated kernel ready in {WAIT_S:g} s")
+
+
 @contextmanager
-def _chromium() -> Iterator[Page]:
-    """A page of headless Chromium at 1280×800; the browser and playwright's driver closed after."""
+def _chromium() -> Iterator[Callable[[], Page]]:
+    """Headless Chromium: yields a maker of pages at 1280×800; the browser and playwright's
+    driver closed after."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=str(CHROMIUM), args=["--no-sandbox"], handle_sigint=False
         )
-        try:
+
+        def new_page() -> Page:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             page.set_default_timeout(WAIT_S * 1000)
-            yield page
+            return page
+
+        try:
+            yield new_page
         finally:
             browser.close()
+
+
+def _load(page: Page, url: str) -> tuple[float, str]:
+    """Seconds from ``url`` opened in ``page`` to its first run's timeline painted, and the
+    status line then."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    opened = time.perf_counter()
+    page.goto(url)
+    try:
+        page.wait_for_function(_FIRST_RUN, polling="raf")
+    except PlaywrightError:
+        shown = page.locator(".explorer-status").first
+        said = shown.inner_text() if shown.count() else "no explorer on the page"
+        raise RuntimeError(f"explorer-browser: no first run drawn; {said}") from None
+    page.evaluate(_PAINTED)
+    return time.perf_counter() - opened, page.locator(".explorer-status").first.inner_text()
+
+
+def _loads(
+    served: tuple[str, subprocess.Popen[bytes], Path], new_page: Callable[[], Page], loads: int
+) -> tuple[float, list[float], Page, str]:
+    """The page loads: one as the server starts (its kernel still starting: no kernel
+    ready), then ``loads`` each with a kernel preheated; the last page is kept (its status
+    line with it), the others closed (their kernels are the server's to end)."""
+    url, server, log = served
+    page = new_page()
+    cold_s, status = _load(page, url)
+    warm: list[float] = []
+    for _ in range(loads):
+        page.close()
+        _preheated(server, log)
+        page = new_page()
+        seconds, status = _load(page, url)
+        warm.append(seconds)
+    return cold_s, warm, page, status
 
 
 class _Waits:
@@ -354,38 +451,31 @@ def bench_explorer_browser(
     *,
     changes: int = CHANGES,
     steps: int = STEPS,
+    loads: int = LOADS,
 ) -> None:
-    """Print the page's waits: ``changes`` of each that goes to the kernel and ``steps`` of each
-    that stays in the page (``decisions`` is not used: the scenarios are the page's)."""
-    if changes < 1 or steps < 1:
-        raise ValueError(f"explorer-browser: changes and steps at least 1, got {changes}, {steps}")
+    """Print the page's waits: ``loads`` page loads with a kernel preheated (and one without),
+    ``changes`` of each wait that goes to the kernel and ``steps`` of each that stays in the
+    page (``decisions`` is not used: the scenarios are the page's)."""
+    if changes < 1 or steps < 1 or loads < 1:
+        raise ValueError(
+            f"explorer-browser: changes, steps and loads at least 1, got {changes}, {steps}, "
+            f"{loads}"
+        )
     missing = _missing()
     if missing is not None:
         out(f"explorer-browser: skipped, it needs {missing}")
         return
-    from playwright.sync_api import Error as PlaywrightError
-
     with tempfile.TemporaryDirectory(prefix="explorer-browser-") as folder:
-        with _voila(Path(folder)) as url, _chromium() as page:
-            opened = time.perf_counter()
-            page.goto(url)
-            try:
-                page.wait_for_function(_FIRST_RUN, polling="raf")
-            except PlaywrightError:
-                shown = page.locator(".explorer-status").first
-                said = shown.inner_text() if shown.count() else "no explorer on the page"
-                raise RuntimeError(f"explorer-browser: no first run drawn; {said}") from None
-            page.evaluate(_PAINTED)
-            loaded_s = time.perf_counter() - opened
-            status = page.locator(".explorer-status").first.inner_text()
-            _measure(_Waits(page), status, loaded_s, out, changes, steps)
+        with _voila(Path(folder)) as served, _chromium() as new_page:
+            cold_s, warm, page, status = _loads(served, new_page, loads)
+            _measure(_Waits(page), status, (cold_s, warm), out, changes, steps)
         out(f"after: {load_average()}")
 
 
 def _measure(
     waits: _Waits,
     status: str,
-    loaded_s: float,
+    loaded: tuple[float, list[float]],
     out: Callable[[str], None],
     changes: int,
     steps: int,
@@ -398,7 +488,12 @@ def _measure(
         f"{decided.group(1) if decided else '?'} decisions a run); {changes} of each wait that "
         f"goes to the kernel, {steps} of each that stays in the page; {load_average()}"
     )
-    out(f"page load, to the first timeline drawn (1 load): {_figures([loaded_s], 'load')}")
+    cold_s, warm = loaded
+    out(
+        f"page load with a kernel preheated, to the first timeline drawn ({len(warm)}): "
+        f"{_figures(warm, 'load')}"
+    )
+    out(f"page load as the server starts (no kernel ready yet; 1): {_figures([cold_s], 'load')}")
     out(f"a preset, click to its run drawn ({changes}): {_figures(waits.presets(changes))}")
     seams = waits.in_page(steps, "◀ seam", "seam ▶")
     out(f"jump to a seam, click to paint ({steps}): {_figures(seams)}")

@@ -28,9 +28,11 @@ server the first time it is chosen, empties it before each run and stops it in
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -60,7 +62,10 @@ from simulator.explore.words import (
     summary_html,
 )
 
-__all__ = ["Explorer"]
+__all__ = ["Explorer", "VOILA_PREHEAT"]
+
+#: Set to "True" by Voilà in a kernel it starts ahead of any page (``--preheat_kernel``).
+VOILA_PREHEAT = "VOILA_PREHEAT"
 
 
 class Explorer:
@@ -132,6 +137,9 @@ class Explorer:
         self.timeline.observe(self._dragged, names="limit")
         self.timeline.observe(self._painted, names="added")
         page.export.on_click(lambda _: self._pool.submit(self._export))
+        #: A kernel Voilà started ahead of any page (a preheated one) learns its page's
+        #: address only when a page takes it (see :meth:`refresh`).
+        self._ahead_of_page = address is None and os.environ.get(VOILA_PREHEAT) == "True"
         self._restore(os.environ.get("QUERY_STRING", "") if address is None else address)
 
     def _ipython_display_(self) -> None:
@@ -216,11 +224,32 @@ class Explorer:
             return
         with self._hush():
             self.controls.apply(view.settings)
+            self._added = view.settings.traffic.added  # the requests painted by hand
+            self.timeline.added = [{"t_ms": at_s * 1000, "n": n} for _, at_s, n in self._added]
         if view.preset:
             self._card(view.preset)
             self._client = PRESETS[view.preset].client
         self._client = view.client or self._client
         self._wanted = view
+
+    def _prerun(self) -> None:
+        """The settings shown now, run into the cache (a bad value: its own run says so)."""
+        try:
+            self.runner.run(self._settings())
+        except Exception:  # said by the run that draws it
+            pass
+
+    def _await_page(self) -> None:
+        """Wait for the page whose request Voilà hands this kernel, and show what its
+        address asks for."""
+        from voila.utils import wait_for_request  # only in a kernel Voilà preheated
+
+        with warnings.catch_warnings():
+            # Its event loop is left unclosed: collected here, not said in a run's status.
+            warnings.simplefilter("ignore", ResourceWarning)
+            wait_for_request()
+            gc.collect()
+        self._restore(os.environ.get("QUERY_STRING", ""))
 
     def address(self) -> str:
         """The query of the address that shows what is shown now."""
@@ -228,7 +257,15 @@ class Explorer:
 
     # -- runs -------------------------------------------------------------------------------
     def refresh(self) -> Outcome | None:
-        """Run what the controls show now and draw it (in this thread)."""
+        """Run what the controls show now and draw it (in this thread).
+
+        In a kernel Voilà preheated (started, and its notebook run, before any page asked for
+        it) the run is made first, into the cache, and then the kernel waits for the page that
+        takes it: its address may ask for other settings; if not, the run is drawn at once."""
+        if self._ahead_of_page:
+            self._ahead_of_page = False
+            self._pool.submit(self._prerun).result()
+            self._await_page()
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -286,7 +323,7 @@ class Explorer:
             outcome, said = self.running.run(settings, lambda: self._stale(generation), self.drawn)
             if self._stale(generation):
                 return None
-            self._show(outcome, said)
+            self._show(outcome, said, lambda: self._stale(generation))
             if self.look_ahead:
                 self._pool.submit(self._ahead, settings, generation, self._scrub_generation)
         except Cancelled:
@@ -313,26 +350,34 @@ class Explorer:
 
         self.running.ahead(settings, stop)
 
-    def _show(self, outcome: Outcome, said: list[str]) -> None:
+    def _show(self, outcome: Outcome, said: list[str], stale: Callable[[], bool]) -> None:
+        """Draw ``outcome``: the rows at the moment chosen and the status first, then the
+        steps of the servers shown (the right column follows; a newer run, ``stale()``,
+        stops them). :meth:`wait` returns once both are done."""
         client = self._choose_client(outcome)
         payload = noted_payload(outcome, client)
-        payload["index"] = self.follow.told = self.timeline.index
-        with self._hush():
-            self.timeline.show(payload)
-        self.summary.value = summary_html(outcome)
-        self.progress.layout.visibility = "hidden"
         self.timebar.shown(outcome, client)
         wanted, self._wanted = self._wanted, None
         if wanted is not None and wanted.request:
             self.timebar.wanted_index = wanted.request - 1
+        at = self.timebar.aim()
+        payload["index"] = self.follow.told = self.follow.index_for(self.timeline.index)
+        with self._hush():
+            self.timeline.show(payload)
+        self.summary.value = summary_html(outcome)
+        self.progress.layout.visibility = "hidden"
         with self._lock:
             self.outcome = outcome
-            self.drawn += 1
-            self.status.value = status_html(outcome, self.drawn, said)
-        self.timebar.retime()
+            self.status.value = status_html(outcome, self.drawn + 1, said)
         self.page.stale(False)
-        with self._lock:
-            self._lock.notify_all()
+        try:
+            self.timebar.step_now(at, keep=True, stale=stale)
+        except Cancelled:
+            pass  # the newer run steps its own
+        finally:
+            with self._lock:
+                self.drawn += 1
+                self._lock.notify_all()
 
     def _choose_client(self, outcome: Outcome) -> str | None:
         """The client shown (the one shown before, if the run has it; a preset's most refused

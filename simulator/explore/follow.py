@@ -42,8 +42,15 @@ class Follow:
         tb, first = self.timebar, self._first_row()
         if tb.moment is None or first is None:
             return
-        self.told = index_of(tb.times(first), tb.moment)
+        self.told = self.index_for(self.timeline.index)
         self.timeline.index = self.told
+
+    def index_for(self, index: int) -> int:
+        """The timeline's index at the time bar's moment (``index`` when none is chosen)."""
+        tb, first = self.timebar, self._first_row()
+        if tb.moment is None or first is None:
+            return index
+        return index_of(tb.times(first), tb.moment)
 
     def picked(self, change: Any) -> None:
         """The reader chose a request in the timeline: the time bar shows it (a value the

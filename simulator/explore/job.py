@@ -17,11 +17,13 @@ given the same requests: admitted where the log would refuse, refused where it w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from simulator.engine.model import scenario_run_id, simulate_whole
 from simulator.engine.run import simulate
 from simulator.engine.scenario import Scenario
 from simulator.fastref import decide_bulk
@@ -29,7 +31,9 @@ from simulator.metrics import rolling_admitted
 from simulator.playback.run import replay
 from simulator.policy import Policy
 
-__all__ = ["EXACT", "Cancelled", "Job", "Summary", "decide", "summarise", "summary_line"]
+__all__ = [
+    "EXACT", "Cancelled", "Job", "Summary", "decide", "merged", "summarise", "summary_line",
+]  # fmt: skip
 
 #: The algorithm every other is compared with: the exact log of admitted times.
 EXACT = "sliding_log"
@@ -55,6 +59,9 @@ class Job:
     trace: pd.DataFrame | None = None
     scripts: tuple[str, ...] = ()
     run: int = field(default=0, compare=False)
+    #: The positions (in the traffic's clients) of the only clients to decide, each with the
+    #: random generator and the run id it has in the run of them all; empty: every client.
+    only: tuple[int, ...] = ()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # To a worker: the policy as its parts (its frozen parameters do not pickle), the
@@ -62,7 +69,7 @@ class Job:
         p = self.policy
         parts = (p.algorithm, p.limit, p.window_ms, dict(p.params))
         rest = (self.traffic, self.duration_s, self.seed, self.trace, self.scripts, self.run)
-        return _job, (parts, *rest)
+        return _job, (parts, *rest, self.only)
 
 
 def _job(parts: tuple[Any, ...], *rest: Any) -> Job:
@@ -96,9 +103,12 @@ def decide(
     backend: Any,
     cancelled: Callable[[], bool],
     progress: Callable[[int], None] | None = None,
+    instants: list[float] | None = None,
 ) -> pd.DataFrame:
     """The decision log of ``job`` on ``backend`` (emptied by the caller), stopped by
-    :class:`Cancelled` as soon as ``cancelled()`` between decisions."""
+    :class:`Cancelled` as soon as ``cancelled()`` between decisions. ``instants`` (a traffic
+    mix on the virtual clock) gets each decision's exact simulated instant: how a log of some
+    clients is put into the log of all (:func:`merged`)."""
     seen = [0]
 
     def on_rows(rows: Any) -> None:  # a list, or a replay's Decisions batch
@@ -128,10 +138,45 @@ def decide(
             seed=job.seed,
             params=params,
         )
-        frame = simulate(scenario, backend, on_rows=on_rows)
+        if job.only or instants is not None:
+            some = replace(scenario, clients=tuple(scenario.clients[i] for i in job.only))
+            frame = simulate_whole(
+                some if job.only else scenario, backend, on_rows,
+                run_id=scenario_run_id(scenario), indices=job.only or None, instants=instants,
+            )  # fmt: skip
+        else:
+            frame = simulate(scenario, backend, on_rows=on_rows)
     if progress is not None:
         progress(len(frame))
     return frame
+
+
+def merged(
+    whole: tuple[pd.DataFrame, np.ndarray],
+    some: tuple[pd.DataFrame, np.ndarray],
+    names: list[str],
+    clients: tuple[Any, ...],
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The log of a run of all ``clients`` (the specs, in order) made of the log of an earlier
+    run of all of them, ``whole``, and a new run of the clients ``names`` only, ``some``
+    (each log with its decisions' instants): the other clients' rows as they were, in time
+    order, ties in client order, as one run of them all orders them (as the engine's shards are
+    put together); every row with the new run's id."""
+    frame, at = whole
+    keep = ~frame["client"].isin(names).to_numpy(dtype=bool)
+    both = pd.concat([frame[keep], some[0]], ignore_index=True)
+    instants = np.concatenate([at[keep], some[1]])
+    first: dict[str, int] = {}
+    for i, spec in enumerate(clients):
+        first.setdefault(spec.name, i)
+    position = both["client"].map(first).to_numpy(dtype="int64")
+    order = np.lexsort((np.arange(len(both)), position, instants))
+    both = both.take(order).reset_index(drop=True)
+    ids = some[0]["run_id"]
+    if len(ids):
+        both["run_id"] = pd.Series(ids.iloc[0], index=both.index, dtype=ids.dtype)
+    both.attrs = dict(some[0].attrs)
+    return both, instants[order]
 
 
 def summarise(frame: pd.DataFrame, algorithm: str, limit: int, window_ms: int) -> Summary:

@@ -31,6 +31,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from simulator.algorithms import ALGORITHMS
@@ -120,7 +121,7 @@ def _start(stop_before: Any, decided: Any, parent_pid: int) -> None:
             load(name)
 
 
-def _run_job(job: Job) -> tuple[pd.DataFrame, Summary, float]:
+def _run_job(job: Job) -> tuple[pd.DataFrame, Summary, float, np.ndarray | None]:
     cls = job.policy.algorithm
     # The run below is made by the algorithm's name (the engine's scenario takes one): this
     # worker's registry must give that name this very class, with the sender's scripts.
@@ -136,12 +137,14 @@ def _run_job(job: Job) -> tuple[pd.DataFrame, Summary, float]:
 
     began = time.perf_counter()
     backend = DirectFakeBackend()
+    instants: list[float] | None = [] if job.trace is None else None
     try:
-        frame = decide(job, backend, lambda: job.run < stop_before.value, progress)
+        frame = decide(job, backend, lambda: job.run < stop_before.value, progress, instants)
     finally:
         backend.close()
     summary = summary_of(frame, job.policy)
-    return frame, summary, time.perf_counter() - began
+    at = None if instants is None else np.array(instants, dtype="float64")
+    return frame, summary, time.perf_counter() - began, at
 
 
 def _ready() -> int:
@@ -182,7 +185,7 @@ class Pool:
         with self.decided.get_lock():
             self.decided.value = 0
 
-    def submit(self, job: Job) -> Future[tuple[pd.DataFrame, Summary, float]]:
+    def submit(self, job: Job) -> Future[tuple[pd.DataFrame, Summary, float, np.ndarray | None]]:
         return self._executor.submit(_run_job, job)
 
     def pids(self) -> list[int]:

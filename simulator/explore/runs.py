@@ -20,8 +20,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Future, wait
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, replace
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -39,10 +39,12 @@ from simulator.explore.job import (
     Job,
     Summary,
     decide,
+    merged,
     summarise,
     summary_line,
     summary_of,
 )
+from simulator.explore.partial import Partial, partial_of
 from simulator.explore.pool import NotHere, Pool, poolable
 from simulator.explore.settings import Settings
 from simulator.explore.tracebox import Traces, span_of
@@ -91,6 +93,8 @@ class Outcome:
 Progress = Callable[[int], None]
 #: One algorithm's log and its summary.
 Done = tuple[pd.DataFrame, Summary]
+#: What a worker makes of a job: the log, its summary, the seconds it took, its instants.
+Made = tuple[pd.DataFrame, Summary, float, "np.ndarray | None"]
 
 
 class Runner:
@@ -118,6 +122,8 @@ class Runner:
         self._backend_for = backend_for or (lambda name: DirectFakeBackend())
         self._reset = reset
         self._cache: OrderedDict[Hashable, Done] = OrderedDict()
+        #: Each cached log's decisions' exact instants (a traffic mix on the fake server).
+        self._instants: dict[Hashable, np.ndarray] = {}
         self._cache_size = cache_size
         self.traces = Traces()
         #: How many worker processes this runner may start (0: none, or no more).
@@ -184,13 +190,15 @@ class Runner:
         counted = sum(len(f) for f, _ in done.values())
         if progress is not None and counted:
             progress(counted)
+        jobs, parts = self._jobs(settings, missing, trace, digest)
+        made: dict[str, np.ndarray] = {}  # each log's instants, where a run keeps them
         pool = self._workers_now() if resolve_spec(settings.backend).virtual_time else None
         if pool is not None:
-            done.update(self._on_pool(pool, settings, missing, trace, cancelled, progress, counted))
-        self._here(
-            settings, [a for a in missing if a not in done], trace, cancelled, progress, done
-        )
-        self._store(settings, digest, {a: done[a] for a in missing})
+            done.update(self._on_pool(pool, settings, jobs, cancelled, progress, counted, made))
+        rest = {a: j for a, j in jobs.items() if a not in done}
+        self._here(settings, rest, cancelled, progress, done, made)
+        self._put_together(settings, parts, done, made)
+        self._store(settings, digest, {a: done[a] for a in missing}, made)
         order = [a for a in settings.algorithms if a in done]
         return Outcome(
             settings,
@@ -201,30 +209,80 @@ class Runner:
             time.perf_counter() - start,
         )
 
+    def _jobs(
+        self, settings: Settings, missing: list[str], trace: pd.DataFrame | None, digest: str
+    ) -> tuple[dict[str, Job], dict[str, Partial]]:
+        """The job of each algorithm to run, and those made of an earlier run (only the
+        clients a request was painted for decided again: :mod:`simulator.explore.partial`)."""
+        jobs, parts = {}, {}
+        for algorithm in missing:
+            job = _job(settings, algorithm, trace)
+            part = partial_of(
+                settings,
+                algorithm,
+                partial(self._key, algorithm=algorithm, digest=digest),
+                lambda key: key in self._cache and key in self._instants,
+            )
+            if part is not None:
+                parts[algorithm] = part
+                job = replace(job, only=part.only)
+            jobs[algorithm] = job
+        return jobs, parts
+
+    def _put_together(
+        self,
+        settings: Settings,
+        parts: dict[str, Partial],
+        done: dict[str, Done],
+        made: dict[str, np.ndarray],
+    ) -> None:
+        """Each log of some clients put in among the other clients' rows of its earlier run."""
+        clients = settings.traffic.clients()
+        for algorithm, part in parts.items():
+            if algorithm not in done or algorithm not in made:
+                continue
+            earlier = (self._cache[part.key][0], self._instants[part.key])
+            some = (done[algorithm][0], made[algorithm])
+            frame, made[algorithm] = merged(earlier, some, list(part.names), clients)
+            done[algorithm] = (frame, summary_of(frame, settings.policies[algorithm]))
+
     def _here(
         self,
         settings: Settings,
-        algorithms: list[str],
-        trace: pd.DataFrame | None,
+        jobs: dict[str, Job],
         cancelled: Callable[[], bool],
         progress: Progress | None,
         done: dict[str, Done],
+        made: dict[str, np.ndarray],
     ) -> None:
         """The algorithms' logs and summaries, decided one after another in this process."""
         counted = sum(len(f) for f, _ in done.values())
-        for algorithm in algorithms:
+        timed = resolve_spec(settings.backend).virtual_time
+        for algorithm, job in jobs.items():
             began = time.perf_counter()
-            frame = self._decide(settings, algorithm, trace, cancelled, progress, counted)
+            instants: list[float] | None = [] if timed and job.trace is None else None
+            frame = self._decide(
+                settings, algorithm, job.trace, cancelled, progress, counted, instants, job
+            )
             self._per_decision[algorithm] = (time.perf_counter() - began) / max(1, len(frame))
             done[algorithm] = (frame, summary_of(frame, settings.policies[algorithm]))
+            if instants is not None:
+                made[algorithm] = np.array(instants, dtype="float64")
             counted += len(frame)
 
-    def _store(self, settings: Settings, digest: str, fresh: dict[str, Done]) -> None:
-        """Keep the logs just made, giving up the least recently used past the cache's size."""
-        for algorithm, made in fresh.items():
-            self._cache[self._key(settings, algorithm, digest)] = made
+    def _store(
+        self, settings: Settings, digest: str, fresh: dict[str, Done], made: dict[str, np.ndarray]
+    ) -> None:
+        """Keep the logs just made (and their instants), giving up the least recently used past
+        the cache's size."""
+        for algorithm, log in fresh.items():
+            key = self._key(settings, algorithm, digest)
+            self._cache[key] = log
+            if algorithm in made:
+                self._instants[key] = made[algorithm]
         while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+            gone, _ = self._cache.popitem(last=False)
+            self._instants.pop(gone, None)
 
     def _cached(
         self, settings: Settings, digest: str
@@ -253,22 +311,22 @@ class Runner:
         self,
         pool: Pool,
         settings: Settings,
-        algorithms: list[str],
-        trace: pd.DataFrame | None,
+        jobs: dict[str, Job],
         cancelled: Callable[[], bool],
         progress: Progress | None,
         counted: int,
+        made: dict[str, np.ndarray],
     ) -> dict[str, Done]:
-        """The algorithms' logs and summaries from the worker processes. Those a worker cannot
-        run (a user's script, its registry differs, or a worker died) are left out, for this
-        process to run."""
-        remote = [a for a in algorithms if poolable(settings.policies[a].algorithm)]
+        """The algorithms' logs and summaries from the worker processes (the instants of each
+        log into ``made``). Those a worker cannot run (a user's script, its registry differs,
+        or a worker died) are left out, for this process to run."""
+        remote = [a for a in jobs if poolable(settings.policies[a].algorithm)]
         if not remote:
             return {}
         pool.next_run()
-        futures: dict[Future[tuple[pd.DataFrame, Summary, float]], str] = {}
+        futures: dict[Future[Made], str] = {}
         for algorithm in sorted(remote, key=lambda a: -self._per_decision.get(a, 0.0)):
-            job = pool.stamped(_job(settings, algorithm, trace))
+            job = pool.stamped(jobs[algorithm])
             try:
                 futures[pool.submit(job)] = algorithm
             except BrokenExecutor:  # a worker died before: the rest run here
@@ -283,7 +341,7 @@ class Runner:
                 if cancelled():
                     raise Cancelled()
                 for future in finished:
-                    broken |= self._collect(future, futures[future], got)
+                    broken |= self._collect(future, futures[future], got, made)
                 if progress is not None:
                     progress(counted + pool.decided.value)
         except BaseException:
@@ -297,18 +355,22 @@ class Runner:
 
     def _collect(
         self,
-        future: Future[tuple[pd.DataFrame, Summary, float]],
+        future: Future[Made],
         algorithm: str,
         got: dict[str, Done],
+        made: dict[str, np.ndarray],
     ) -> bool:
-        """A finished job's log into ``got``; True when its worker died."""
+        """A finished job's log into ``got`` (its instants into ``made``); True when its
+        worker died."""
         try:
-            frame, summary, seconds = future.result()
+            frame, summary, seconds, instants = future.result()
         except NotHere:
             return False
         except BrokenExecutor:
             return True
         got[algorithm] = (frame, summary)
+        if instants is not None:
+            made[algorithm] = instants
         self._per_decision[algorithm] = seconds / max(1, len(frame))
         return False
 
@@ -340,12 +402,16 @@ class Runner:
         cancelled: Callable[[], bool],
         progress: Progress | None,
         done: int,
+        instants: list[float] | None = None,
+        job: Job | None = None,
     ) -> pd.DataFrame:
+        """``algorithm``'s log in this process (its ``job``, else the whole run's)."""
         backend = self._backend_for(settings.backend)
         if self._reset is not None:
             self._reset(backend)
         report = None if progress is None else (lambda n: progress(done + n))
-        return decide(_job(settings, algorithm, trace), backend, cancelled, report)
+        job = job or _job(settings, algorithm, trace)
+        return decide(job, backend, cancelled, report, instants)
 
 
 def _job(settings: Settings, algorithm: str, trace: pd.DataFrame | None) -> Job:

@@ -12,6 +12,14 @@ A loop of GETs can start kernels faster than the cull ends them, so at most ``mo
 live at once (:class:`BoundedKernelManager`): a GET past the bound is answered with HTTP 503 and
 one line saying so, never a new kernel, until a kernel ends and frees its room.
 
+A kernel takes seconds to start and import the package, so ``make explore`` keeps one
+*preheated* (Voilà's ``preheat_kernel``): started with the notebook run - the explorer made,
+its first run in the cache - and waiting for the page that takes it, whose address it then
+reads (:meth:`simulator.explore.app.Explorer.refresh`). A page load takes that kernel and
+draws at once; the next one is started :data:`FILL_S` seconds later. The kernel kept ready
+counts toward ``most_kernels``, is never culled, starts no workers (no page has changed
+anything yet) and ends with the server.
+
 ``python -m simulator.explore.serve [--port N] [--idle-s S] [--most-kernels N]`` is what
 ``make explore`` runs.
 """
@@ -77,9 +85,11 @@ def voila_argv(
     idle_s: float = IDLE_S,
     every_s: float = EVERY_S,
     most_kernels: int = MOST_KERNELS,
+    preheat: bool = False,
 ) -> list[str]:
     """The command that serves ``notebook`` on 127.0.0.1:``port``, culling left kernels and
-    refusing a page load past ``most_kernels`` kernels alive."""
+    refusing a page load past ``most_kernels`` kernels alive; with ``preheat``, one kernel
+    is kept started with the notebook run, for the next page (see the module's docstring)."""
     manager = "--MappingKernelManager"
     # By name, not __module__: run as ``python -m`` this module is ``__main__`` to itself.
     bounded = "simulator.explore.serve.BoundedKernelManager"
@@ -91,7 +101,19 @@ def voila_argv(
         f"{manager}.cull_idle_timeout={idle_s:g}",
         f"{manager}.cull_interval={every_s:g}",
         f"{manager}.cull_connected=False",  # a page still open keeps its kernel
+        *(_PREHEAT if preheat else ()),
     ]  # fmt: skip
+
+
+#: One kernel kept ready, its notebook run up to the page's address (which it waits for:
+#: :meth:`simulator.explore.app.Explorer.refresh`); the next one started FILL_S seconds after
+#: a page took it, so that page's first changes do not share the cores with a kernel starting.
+FILL_S = 5
+_PREHEAT = (
+    "--VoilaConfiguration.preheat_kernel=True",
+    "--VoilaConfiguration.default_pool_size=1",
+    f"--VoilaKernelManager.fill_delay={FILL_S}",
+)
 
 
 def descendants(pid: int) -> list[int]:
@@ -150,7 +172,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--most-kernels must be at least 1 kernel, not {args.most_kernels}")
     every_s = min(EVERY_S, args.idle_s)
     command = voila_argv(
-        NOTEBOOK, args.port, idle_s=args.idle_s, every_s=every_s, most_kernels=args.most_kernels
+        NOTEBOOK,
+        args.port,
+        idle_s=args.idle_s,
+        every_s=every_s,
+        most_kernels=args.most_kernels,
+        preheat=True,
     )
     print(f"The explorer: http://127.0.0.1:{args.port}/ (Ctrl-C stops it)", flush=True)
     os.execv(command[0], command)

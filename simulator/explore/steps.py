@@ -15,7 +15,7 @@ Each step also carries the script's raw reply, the header fields of the decision
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +24,11 @@ import pandas as pd
 
 from simulator.backends.direct import DirectFakeBackend
 from simulator.explain.replay import Replay
+from simulator.explore.job import Cancelled
 from simulator.fastref import decide_bulk
 from simulator.headers import http_headers
 from simulator.policy import Policy, resolve
+from simulator.records import Decision
 
 __all__ = [
     "KeyState",
@@ -41,6 +43,9 @@ __all__ = [
 
 #: Members of a sorted set or list shown per key (the rest counted, not listed).
 MEMBERS_SHOWN = 4
+#: Requests just before the one stepped to whose keys are read too (a step back among them
+#: is free).
+KEPT_BEHIND = 8
 
 
 @dataclass(frozen=True)
@@ -115,8 +120,12 @@ def read_keys(backend: DirectFakeBackend) -> tuple[KeyState, ...]:
 class Stepper:
     """``client``'s requests at ``t_ms`` (with ``costs``) decided again by ``policy``'s
     script on a fresh fake server, the keys read before and after each call: ``stepper[i]`` is
-    the :class:`Step` of request ``i``, decided when first asked for (with those before it), so
-    a step forward costs one call and a step back none.
+    the :class:`Step` of request ``i``, decided when first asked for.
+
+    The requests before it are decided on the way, their keys read only for the
+    :data:`KEPT_BEHIND` just before it (a step back among them costs nothing, a step forward
+    one call): a jump to request 5,000 costs 5,000 calls and no reads. A step back past those
+    decides again on a fresh server up to there.
 
     ``allowed`` (what the run decided) is checked against the replies: a difference means the
     run's backend held other state, and is raised rather than shown.
@@ -130,13 +139,11 @@ class Stepper:
         costs: Sequence[int] | None = None,
         allowed: Sequence[bool] | None = None,
     ) -> None:
-        self.algorithm, self.client = policy.name, client
-        self.limit, self.window_ms = policy.limit, policy.window_ms
+        self.policy, self.client = policy, client
+        self.algorithm, self.limit, self.window_ms = policy.name, policy.limit, policy.window_ms
         self.times = [int(t) for t in t_ms]
         self.costs = [1] * len(self.times) if costs is None else [int(c) for c in costs]
         self.allowed = None if allowed is None else [bool(a) for a in allowed]
-        self.replay = Replay(policy, client)
-        self.backend, self.limiter = self.replay.backend, self.replay.limiter
         exact = decide_bulk(
             "sliding_log",
             np.zeros(len(self.times), dtype="int64"),
@@ -146,31 +153,60 @@ class Stepper:
             cost=np.array(self.costs, dtype="int64"),
         )
         self.exact = [bool(a) for a in exact.allowed]
-        self.steps: list[Step] = []
+        #: The steps made so far, by request.
+        self.steps: dict[int, Step] = {}
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """A fresh server, no request decided on it yet."""
+        self.replay = Replay(self.policy, self.client)
+        self.backend, self.limiter = self.replay.backend, self.replay.limiter
+        self._decided = 0  # the requests decided on this server, in order
 
     def __len__(self) -> int:
         return len(self.times)
 
     def __getitem__(self, i: int) -> Step:
+        return self.at(i)
+
+    def at(self, i: int, stale: Callable[[], bool] = lambda: False) -> Step:
+        """Step ``i``; ``stale()`` is asked between the requests decided on the way, and stops
+        the stepping with :class:`Cancelled` (what was decided stays: a later call goes on
+        from there)."""
         if not 0 <= i < len(self.times):
             raise IndexError(i)
-        while len(self.steps) <= i:
-            self.steps.append(self._next())
+        if i in self.steps:
+            return self.steps[i]
+        if i < self._decided:  # behind this server: decide again, from the start
+            self.replay.close()
+            self._fresh()
+        read_from = max(self._decided, i - KEPT_BEHIND)
+        while self._decided <= i:
+            if stale():
+                raise Cancelled()
+            j = self._decided
+            if j < read_from:
+                self._check(j, self.replay.decide(self.times[j], self.costs[j]).decision)
+            else:
+                self.steps[j] = self._step(j)
+            self._decided += 1
         return self.steps[i]
 
-    def _next(self) -> Step:
-        i = len(self.steps)
+    def _check(self, i: int, decision: Decision) -> None:
+        if self.allowed is not None and self.allowed[i] != decision.allowed:
+            raise RuntimeError(
+                f"{self.algorithm}: {self.client}'s request at {self.times[i]} ms decided again "
+                f"was {'admitted' if decision.allowed else 'refused'}, in the run the other way"
+            )
+
+    def _step(self, i: int) -> Step:
         t, cost = self.times[i], self.costs[i]
         self.replay.now_ms = t  # the keys before are read on the request's clock
         before = read_keys(self.backend)
         decided = self.replay.decide(t, cost)
         reply, decision = decided.reply, decided.decision
         after = read_keys(self.backend)
-        if self.allowed is not None and self.allowed[i] != decision.allowed:
-            raise RuntimeError(
-                f"{self.algorithm}: {self.client}'s request at {t} ms decided again was "
-                f"{'admitted' if decision.allowed else 'refused'}, in the run the other way"
-            )
+        self._check(i, decision)
         row = pd.Series(
             {
                 "allowed": decision.allowed,

@@ -26,6 +26,14 @@ from simulator.explore.steps import Step, Stepper
 
 __all__ = ["TimeBar", "Moment", "index_of", "moment_of"]
 
+#: Asked between two requests decided: True once a newer run makes these steps pointless.
+Stale = Callable[[], bool]
+
+
+def _never() -> bool:
+    return False
+
+
 #: A request as the reader chose it: its instant (ms) and how many of the client's requests
 #: came before it at that same instant.
 Moment = tuple[int, int]
@@ -116,9 +124,14 @@ class TimeBar:
             return np.array([], dtype="int64")
         return self._mine(algorithm)["t_ms"].to_numpy(dtype="int64")
 
-    def retime(self) -> None:
+    def retime(self, stale: Stale = _never) -> None:
         """After a run or a change of the servers shown: the bar over the first server's
         requests, at the moment chosen (a first run: at its first refusal)."""
+        self.step_now(self.aim(), keep=True, stale=stale)
+
+    def aim(self) -> int:
+        """The cheap half of :meth:`retime`: the bar's range and the request it is at, the
+        moment chosen set to it if none was (the steps themselves follow)."""
         times = self.times()
         asked, self.wanted_index = self.wanted_index, None
         if asked is not None:
@@ -130,7 +143,9 @@ class TimeBar:
         with self._hush():
             page.scrub.max = page.play.max = max(len(times) - 1, 0)
             page.scrub.value = i
-        self.step_now(i, keep=self.moment is not None)
+        if self.moment is None and len(times):
+            self.moment = moment_of(times, i)
+        return i
 
     def _first_refusal(self) -> int:
         """The client's first request that any algorithm of the run refused (the moment a new
@@ -169,10 +184,12 @@ class TimeBar:
             )
         return self._steppers[key]
 
-    def step_now(self, i: int, *, keep: bool = False) -> None:
+    def step_now(self, i: int, *, keep: bool = False, stale: Stale = _never) -> None:
         """Show request ``i`` of the first server shown on every server shown (decided now if
         not yet); the moment chosen becomes that request's, unless ``keep`` (the bar only
-        followed the moment chosen, which may fall between two of this server's requests)."""
+        followed the moment chosen, which may fall between two of this server's requests).
+        ``stale()`` is asked between the requests decided on the way: a newer run stops it
+        (:class:`~simulator.explore.job.Cancelled`)."""
         page, o, shown = self.page, self.outcome, self.algorithms()
         first = self.stepper(shown[0]) if shown else None
         if first is None or o is None or not len(first):
@@ -185,11 +202,11 @@ class TimeBar:
         moment = moment_of(times, i)
         if not keep or self.moment is None:
             self.moment = moment
-        steps = {shown[0]: first[i]}
+        steps = {shown[0]: first.at(i, stale)}
         for algorithm in shown[1:]:
             other = self.stepper(algorithm)
             if other is not None and len(other):
-                steps[algorithm] = other[index_of(np.asarray(other.times), moment)]
+                steps[algorithm] = other.at(index_of(np.asarray(other.times), moment), stale)
         self.steps = steps
         t_rel = steps[shown[0]].t_ms - o.origin_ms
         self._moved(i)

@@ -81,8 +81,8 @@ def test_the_section_prints_its_figures_and_stops_what_it_started():
     notebook = _notebook_stamp()
     before = _running_below_us()
     lines: list[str] = []
-    browser.bench_explorer_browser(out=lines.append, changes=2, steps=2)
-    assert len(lines) == 11, lines
+    browser.bench_explorer_browser(out=lines.append, changes=2, steps=2, loads=1)
+    assert len(lines) == 12, lines
     head, *waits, after = lines
     assert re.fullmatch(
         rf"explorer-browser: .* headless Chromium at 1280x800, default scenario "
@@ -91,7 +91,8 @@ def test_the_section_prints_its_figures_and_stops_what_it_started():
         head,
     ), head
     expected = (  # each wait, its count, and its goal where it has one
-        (r"page load, to the first timeline drawn \(1 load\)", True),
+        (r"page load with a kernel preheated, to the first timeline drawn \(1\)", True),
+        (r"page load as the server starts \(no kernel ready yet; 1\)", True),
         (r"a preset, click to its run drawn \(2\)", False),
         (r"jump to a seam, click to paint \(2\)", False),
         (r"a step, click to paint \(2\)", True),
@@ -123,6 +124,6 @@ def test_ctrl_c_during_a_run_stops_the_server_its_kernel_and_the_browser():
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        browser.bench_explorer_browser(out=interrupt, changes=2, steps=2)
+        browser.bench_explorer_browser(out=interrupt, changes=2, steps=2, loads=1)
     assert len(started) == 1 and started[0], "nothing was running when Ctrl-C came"
     assert not _left_over(before), "the server, a kernel or the browser is still running"

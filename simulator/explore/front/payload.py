@@ -23,9 +23,10 @@ import pandas as pd
 
 from simulator import metrics
 from simulator.algorithms import ALGORITHMS
-from simulator.charts import LABELS, PALETTE
+from simulator.algorithms.palette import ROLE_COLOURS, check_colours
 from simulator.explore.runs import Outcome, seams_ms
 from simulator.explore.words import row_note
+from simulator.policy import lookup
 
 __all__ = ["timeline_payload", "row_of", "state_text", "ROW_FIELDS"]
 
@@ -43,12 +44,21 @@ ROW_FIELDS = (
 )
 
 
+def _colour(algorithm: str) -> str:
+    """The algorithm's colour from the registry, held to the colour rule first, as the charts'
+    palette gives it (:data:`simulator.charts.PALETTE`, not imported: it brings pyplot, which
+    a page's first run should not wait for)."""
+    check_colours({n: cls.colour for n, cls in ALGORITHMS.items()}, ROLE_COLOURS)
+    return lookup(algorithm, owner="PALETTE").colour
+
+
 def _column(frame: pd.DataFrame, rows: np.ndarray, name: str, kind: type) -> list[Any]:
     """One column of ``rows`` as Python values (``None`` where the log has none)."""
     if name not in frame.columns:
         return [None] * len(rows)
-    values = frame[name].iloc[rows].tolist()
-    return [None if v is None or pd.isna(v) else kind(v) for v in values]
+    column = frame[name].iloc[rows]
+    missing = column.isna().to_numpy(dtype=bool).tolist()  # once for the column, not per value
+    return [None if m else kind(v) for v, m in zip(column.tolist(), missing, strict=True)]
 
 
 def state_text(
@@ -90,8 +100,8 @@ def row_of(
     cls = ALGORITHMS.get(algorithm)
     return {
         "algorithm": algorithm,
-        "label": LABELS[algorithm],
-        "colour": PALETTE[algorithm],
+        "label": lookup(algorithm, owner="LABELS").label,
+        "colour": _colour(algorithm),
         "note": note,
         "counted": cls.counted_window if cls is not None else "trailing",
         "window_ms": int(window_ms),
