@@ -19,8 +19,9 @@ viewport's), nothing scrolls sideways or is cut short by a box too narrow for it
 panel's source and calls are scroll boxes on purpose), the rows' titles are at least 12 px, no
 word or number of the titles, the summary or the servers' panel is broken over two lines, and
 the rows and the server panel are on screen together (the first rows beside the panel, both in
-the notebook's visible area). Screenshots go to a temporary folder (``SAVE_SCREENSHOTS=1``:
-data/explorer_lab_pair.png). Waits are for states, with generous timeouts; no time is asserted.
+the notebook's visible area). Its screenshots go to the temporary folder only (the two servers
+side by side, and the page as it was at the end, pass or fail). Waits are for states, with
+generous timeouts; no time is asserted.
 """
 
 from __future__ import annotations
@@ -120,9 +121,8 @@ _TOGETHER = """(outer) => {
 
 
 def _shot(page: Page, name: str) -> None:
-    saved = os.environ.get("SAVE_SCREENSHOTS") == "1"
-    folder = ROOT / "data" if saved else Path(tempfile.gettempdir())
-    page.screenshot(path=str(folder / name))
+    """A look at the stop, in a temporary folder (the README shows the Voilà page's)."""
+    page.screenshot(path=str(Path(tempfile.gettempdir()) / name))
 
 
 def _lab(workdir: Path) -> Iterator[str]:
