@@ -169,6 +169,17 @@ _DRAWN = """() => {
   const s = document.querySelector('.explorer-summary');
   return !!s && /\\w+: admitted [\\d,]+ of/.test(s.innerText);
 }"""
+#: Whether every code cell has been given to the kernel (has an execution count): a Run All
+#: lost while the kernel started leaves them without one.
+_ALL_SENT = """() => {
+  const cells = window.jupyterapp.shell.currentWidget?.content?.model?.cells;
+  if (!cells) return false;
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells.get(i);
+    if (c.type === 'code' && c.sharedModel.source.trim() && c.executionCount === null) return false;
+  }
+  return true;
+}"""
 
 
 def _run_notebook(page: Page, url: str) -> None:
@@ -176,7 +187,8 @@ def _run_notebook(page: Page, url: str) -> None:
 
     On a busy machine JupyterLab may ask which kernel to start (the notebook's own, python3, is
     the dialog's default and is accepted), or lose a Run All queued while the kernel was still
-    starting: then, the kernel idle and no explorer drawn, it is asked again."""
+    starting: then, the kernel idle a minute on and a cell never run, it is asked again (not
+    while the explorer's first run goes on in its threads with the kernel idle)."""
     page.goto(f"{url}/lab/tree/notebooks/00_explorer.ipynb?reset")
     page.wait_for_function("() => window.jupyterapp !== undefined")
     idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
@@ -190,7 +202,9 @@ def _run_notebook(page: Page, url: str) -> None:
         )
         if ask.count():
             ask.first.click()
-        elif idle.count() and (asked_at is None or time.monotonic() - asked_at > 60):
+        elif idle.count() and (
+            asked_at is None or (time.monotonic() - asked_at > 60 and not page.evaluate(_ALL_SENT))
+        ):
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             asked_at = time.monotonic()
         # The explorer's output is drawn only while its cell is on screen (JupyterLab 4 draws
