@@ -11,8 +11,8 @@ numbers mean. Right: at the chosen request, what
 one server - or two side by side - held for that client before and after the script ran, the
 script's reply, the header fields sent and the exact log's count at that instant, and under it
 *why*: the script's executed lines and its arithmetic, worked out only while that panel is open.
-The middle and right columns wrap together, so in a narrower notebook column the rows and the
-server stay side by side under the controls. :class:`Page` only makes and places the widgets;
+The middle and right columns wrap together, so in a narrower notebook column (JupyterLab's, 848
+px at 1280×800) the rows and the server - or two servers - stay side by side under the controls. :class:`Page` only makes and places the widgets;
 the explorer fills them in.
 """
 
@@ -36,6 +36,9 @@ CSS = """<style>
 .explorer-state td, .explorer-state th { padding: 1px 4px; vertical-align: top; text-align: left; }
 .explorer-state code { font-size: 11px; overflow-wrap: break-word; }
 .explorer-summary .explorer-lines { font-size: 12px; margin: 0.3em 0; font-family: monospace; }
+/* beside two servers in a notebook column: the longest unbroken phrase still fits */
+.explorer-summary { container-type: inline-size; }
+@container (max-width: 420px) { .explorer-summary .explorer-lines { font-size: 11px; } }
 .explorer-presets .widget-button { width: auto; padding: 0 8px; margin: 2px; }
 .explorer-card { font-size: 12.5px; line-height: 1.35; margin: 4px 0; }
 .explorer-card div { margin-top: 2px; }
@@ -47,6 +50,15 @@ CSS = """<style>
 .explorer-why .why-source { max-height: 300px; overflow: auto; }
 .explorer-why .why-calls { display: block; overflow-x: auto; }
 .explorer-why .why-arithmetic { font-weight: bold; padding-left: 1.4em; }
+/* the tabs' 100% and their 2 px margins would pass the 310 px column */
+.explorer .widget-tab { width: calc(100% - 4px) !important; }
+/* a long description wraps onto a second line rather than end in "…" */
+.explorer .widget-tab .widget-label {
+  white-space: normal; text-overflow: clip; line-height: 1.15; height: auto; align-self: center;
+}
+/* the algorithms' list under its label, wide enough for its longest name */
+.explorer .widget-select-multiple { flex-direction: column; align-items: stretch; }
+.explorer .widget-select-multiple > .widget-label { width: auto !important; text-align: left; }
 .explorer-large .explorer-state, .explorer-large .explorer-card, .explorer-large .explorer-why,
 .explorer-large .explorer-summary .explorer-lines, .explorer-large .explorer-instant,
 .explorer-large .explorer-status { font-size: 16px; }
@@ -96,7 +108,9 @@ class Page:
         self.state.add_class("explorer-state")
         self.answer = self._answer_box()
         self.why_open = w.ToggleButton(
-            value=False, description="why? (script and arithmetic)", layout=w.Layout(width="100%")
+            value=False,
+            description="why? (script and arithmetic)",
+            layout=w.Layout(width="calc(100% - 4px)"),  # its 2 px margins inside the column
         )
         self.why_open.add_class("explorer-why-open")
         self.why = w.HTML("").add_class("explorer-why")
@@ -196,7 +210,7 @@ class Page:
                 self.timeline,
                 self.summary,
             ],
-            layout=w.Layout(flex="1 1 420px", min_width="420px", margin="0 4px 0 8px"),
+            layout=w.Layout(flex="1 1 380px", min_width="380px", margin="0 4px 0 8px"),
         )
         self.right = w.VBox(
             [
