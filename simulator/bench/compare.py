@@ -3,17 +3,18 @@ and on the fake server, one process and then two Dask workers.
 
 A synthetic access log (:mod:`simulator.comparison.synthetic`: Zipf clients, a diurnal rate,
 bursts; ``bench compare --decisions N`` makes N x 500 lines, 5,000,000 by default, and
-``python -m simulator.bench.compare_runs --lines N`` any length, for trying) is compared with a baseline and four candidates, each
-run a child process of its own. The backend is the one ``compare`` picks when ``--backend`` is
-not named (:func:`simulator.backends.choice.default_backend`: the embedded Valkey for these
-candidates, which take their time from ``now_ms``), beside the fake server: here, one task after
-another (one shard), and split into two shards on a LocalCluster of two worker processes
-(started before the clock starts; on Valkey every task starts a server of its own). Each child
-says its wall time, decisions per second (requests x configurations), its own peak resident
-memory (``VmHWM``), the workers' peak (each task reports its process's) and the peak of the
-valkey-server it ran on (serial). The scorecards' decision columns must be equal, the server's
-own figures (CPU, ``MEMORY USAGE``) aside: a bench that finds them unequal stops. Nothing is
-asserted about time.
+``python -m simulator.bench.compare_runs --lines N`` any length, for trying) is compared with a
+baseline and four candidates, each run a child process of its own. The backend is the one
+``compare`` picks when ``--backend`` is not named
+(:func:`simulator.backends.choice.default_backend`: the embedded Valkey for these candidates,
+which take their time from ``now_ms``), beside the fake server: each split into two shards on a
+LocalCluster of one worker and then of two (started before the clock starts; on Valkey every
+task starts a server of its own), so the ratio is the workers' alone. Each child says its wall
+time, decisions per second (requests x configurations), its own peak resident memory
+(``VmHWM``) and the workers' peak (each task reports its process's); each task done is a line
+of progress on standard error. The scorecards' decision columns must be equal, the server's own
+figures (CPU, ``MEMORY USAGE``) aside: a bench that finds them unequal stops. The goals are
+printed beside the figures; nothing is asserted about time.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ CANDIDATES = (
 )
 #: The log's length by default.
 LINES = 5_000_000
+#: The goals at the full size, on two cores: the default backend's wall time on two workers,
+#: the peak resident memory of any one process, the speed-up from one worker to two.
+GOAL_WALL_S, GOAL_PEAK_MB, GOAL_SPEEDUP = 120.0, 300, 1.7
+#: The Dask workers of each backend's two runs.
+WORKERS = (1, 2)
 #: What only a real server measures: left out of the scorecards compared.
 SERVER_COLUMNS = ("bytes_per_client_on_server", "server_cpu_us_per_decision")
 
@@ -49,15 +55,27 @@ print(json.dumps(run(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4])))
 
 
 def _child(path: Path, backend: str, workers: int, out: Path) -> dict:
+    """One run in a process of its own; its progress lines passed on to standard error."""
+    from simulator.bench.compare_runs import PROGRESS
+
     env = {**os.environ, "TQDM_DISABLE": "1"}
-    done = subprocess.run(
+    said: list[str] = []
+    with subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(path), backend, str(workers), str(out)],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        said = done.stderr.strip().splitlines()
-        raise RuntimeError(f"bench compare child failed: {said[-1] if said else done.returncode}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    ) as child:  # fmt: skip
+        assert child.stderr is not None and child.stdout is not None
+        for line in child.stderr:  # read as it comes: the child never waits on a full pipe
+            if line.startswith(PROGRESS):
+                print(f"  {backend}, {workers} worker(s): {line[len(PROGRESS):]}", end="",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            else:
+                said.append(line.rstrip())
+        stdout = child.stdout.read()
+    if child.returncode != 0:
+        last = [line for line in said if line.strip()]
+        raise RuntimeError(f"bench compare child failed: {last[-1] if last else child.returncode}")
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def _decisions(path: Path) -> str:
@@ -102,7 +120,8 @@ def bench_compare(
         runs: dict[tuple[str, int], dict] = {}
         cards: dict[tuple[str, int], str] = {}
         for backend in backends:
-            for workers in (0, 2):
+            for workers in WORKERS:
+                out(f"running {backend} on {workers} worker(s) ...")
                 csv = Path(tmp) / f"{backend}-{workers}.csv"
                 runs[backend, workers] = _child(log, backend, workers, csv)
                 cards[backend, workers] = _decisions(csv)
@@ -111,32 +130,41 @@ def bench_compare(
     unequal = [f"{b}, {w} workers" for (b, w), card in cards.items() if card != first]
     if unequal:
         raise AssertionError(f"bench compare: the scorecards differ ({', '.join(unequal)})")
-    _ratios(out, runs, backends)
+    _ratios(out, runs, backends, lines)
 
 
 def _row(out: Callable[[str], None], backend: str, workers: int, r: dict, first: bool) -> None:
     if first:
         out(
             f"{'backend':<10} {'where':<20} {'wall s':>8} {'decisions/s':>12} {'peak RSS':>9} "
-            f"{'worker peak':>12} {'server peak':>12}"
+            f"{'worker peak':>12}"
         )
     rate = r["requests"] * r["configurations"] / r["wall_s"]
-    where = "2 shards, 2 workers" if workers else "serial, 1 shard"
+    where = f"{workers} worker{'s' if workers > 1 else ''}, 2 shards"
     out(
         f"{backend:<10} {where:<20} {r['wall_s']:>8.1f} {rate:>12,.0f} {_mb(r['peak_kb']):>9} "
-        f"{_mb(r['workers_kb']):>12} {_mb(r['server_kb']):>12}"
+        f"{_mb(r['workers_kb']):>12}"
     )
 
 
-def _ratios(out: Callable[[str], None], runs: dict, backends: list[str]) -> None:
+def _ratios(out: Callable[[str], None], runs: dict, backends: list[str], lines: int) -> None:
     wall = {k: r["wall_s"] for k, r in runs.items()}
+    one, two = WORKERS
     for backend in backends:
-        out(f"{backend}: serial -> 2 workers {wall[backend, 0] / wall[backend, 2]:.2f}x")
+        out(f"{backend}: 1 -> 2 workers {wall[backend, one] / wall[backend, two]:.2f}x")
     if len(backends) == 2:
         fast, fake = backends
-        for workers in (0, 2):
+        for workers in WORKERS:
             out(
-                f"{fast} against fakeredis, {workers or 1} worker(s): "
+                f"{fast} against fakeredis, {workers} worker(s): "
                 f"{wall[fake, workers] / wall[fast, workers]:.2f}x faster"
             )
+    default = backends[0]
+    peak_mb = max(max(r["peak_kb"], r["workers_kb"]) for r in runs.values()) / 1024
+    size = "" if lines == LINES else f" (this log has {lines:,})"
+    out(
+        f"goals for {LINES:,} lines{size}: {default} on 2 workers {wall[default, two]:.1f} s (<= {GOAL_WALL_S:.0f}), "
+        f"peak RSS {peak_mb:,.0f} MB (<= {GOAL_PEAK_MB}), 1 -> 2 workers "
+        f"{wall[default, one] / wall[default, two]:.2f}x (>= {GOAL_SPEEDUP} on an idle machine)"
+    )
     out(f"same scorecard everywhere: True; load average at the end {os.getloadavg()[0]:.2f}")

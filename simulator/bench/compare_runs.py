@@ -1,16 +1,24 @@
 """The runs of ``bench compare``, each in a child process of its own (so that its peak memory is
-its own): the comparison on ``backend`` (a spec), here or on ``workers`` Dask workers.
+its own): the comparison on ``backend`` (a spec), here or on ``workers`` Dask workers (then
+always :data:`SHARDS` shards, so that one worker and two run the same tasks). Each task done is
+a line on standard error (``bench compare`` passes it on as its progress).
 
 ``python -m simulator.bench.compare_runs --lines 200000``: the bench over a shorter log."""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
 from simulator.bench.compare import BASELINE, CANDIDATES, LINES, bench_compare
 
-__all__ = ["run", "main"]
+__all__ = ["run", "main", "SHARDS", "PROGRESS"]
+
+#: The shards of a run on Dask, whatever the number of workers.
+SHARDS = 2
+#: How a child's progress line starts on its standard error.
+PROGRESS = "bench progress: "
 
 
 def _server_peak_kb(backend: Any) -> int:
@@ -32,7 +40,14 @@ def run(path: str, spec_text: str, workers: int, out: str) -> dict[str, Any]:
 
     spec = resolve_spec(spec_text)
     workers_kb: list[int] = []
-    listeners = Listeners(on_task=lambda p: workers_kb.append(p.peak_rss_kb))
+    tasks = (len(CANDIDATES) + 1) * (SHARDS if workers else 1)
+
+    def on_task(part: Any) -> None:
+        workers_kb.append(part.peak_rss_kb)
+        print(f"{PROGRESS}{len(workers_kb)} of {tasks} tasks done ({part.candidate})", file=sys.stderr,
+              flush=True)  # fmt: skip
+
+    listeners = Listeners(on_task=on_task)
     server_kb = 0
     if workers:
         with dask_client("local", workers=workers) as client:
@@ -40,7 +55,7 @@ def run(path: str, spec_text: str, workers: int, out: str) -> dict[str, Any]:
             start = time.perf_counter()
             backend = None if spec.virtual_time else spec  # each task a server of its own
             score, _ = compare(
-                path, BASELINE, list(CANDIDATES), fmt="clf", shards=workers,
+                path, BASELINE, list(CANDIDATES), fmt="clf", shards=SHARDS,
                 scheduler=client, backend=backend, listeners=listeners,
             )  # fmt: skip
             wall = time.perf_counter() - start
@@ -49,7 +64,9 @@ def run(path: str, spec_text: str, workers: int, out: str) -> dict[str, Any]:
         try:
             start = time.perf_counter()
             real = None if live.virtual_time else live
-            score, _ = compare(path, BASELINE, list(CANDIDATES), fmt="clf", backend=real)
+            score, _ = compare(
+                path, BASELINE, list(CANDIDATES), fmt="clf", backend=real, listeners=listeners
+            )
             wall = time.perf_counter() - start
             server_kb = _server_peak_kb(live)
         finally:

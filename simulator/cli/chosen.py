@@ -21,7 +21,7 @@ from simulator.backends import Backend, BackendError
 from simulator.backends.choice import BackendChoice, fallen_back, for_command, spec_of
 from simulator.cli.runs import open_backend
 
-__all__ = ["choose", "chosen", "open_chosen", "say_chosen"]
+__all__ = ["choose", "chosen", "open_chosen", "say_chosen", "backend_line", "tried_here"]
 
 
 def choose(args: argparse.Namespace, algorithms: Sequence[Any], **how: Any) -> None:
@@ -30,6 +30,7 @@ def choose(args: argparse.Namespace, algorithms: Sequence[Any], **how: Any) -> N
     one). ``how``: :func:`~simulator.backends.choice.default_backend`'s ``shards`` and
     ``window_ms``."""
     args.backend_choice = None
+    args.backend_named = args.backend is not None
     if args.backend is None:
         args.backend_choice = for_command(algorithms, **how)
         args.backend = spec_of(args.backend_choice)
@@ -58,6 +59,29 @@ def open_chosen(args: argparse.Namespace) -> Iterator[Backend]:
             args.backend = args.backend_choice.spec
             backend = stack.enter_context(open_backend(args.backend, False))
         yield backend
+
+
+def tried_here(args: argparse.Namespace) -> None:
+    """A chosen server that each Dask task starts for itself, started and stopped here once
+    first: one that does not start gives way to the fake server for every task, as
+    :func:`open_chosen` does for a run here (a task whose own server then fails on its worker
+    fails the run: a fake server for that task alone would mix two backends in one scorecard)."""
+    if chosen(args) is not None and not args.backend.virtual_time:
+        with open_chosen(args):
+            pass
+
+
+def backend_line(args: argparse.Namespace) -> str:
+    """Which backend the run decided on, and why, in one line: the chosen backend's line (the
+    one :func:`say_chosen` says), or the name of the option or variable that named it."""
+    from simulator.backends.choice import DEFAULT_ENV
+
+    choice = chosen(args)
+    if choice is not None:
+        return choice.line
+    if vars(args).get("backend_named", True):
+        return f"backend {args.backend} (named: --backend {args.backend})"
+    return f"backend {args.backend} (named: {DEFAULT_ENV}={args.backend})"
 
 
 def say_chosen(args: argparse.Namespace, stream: TextIO) -> bool:

@@ -120,13 +120,15 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     """The comparison with a progress bar; what was finished is kept if it stops early."""
     from tqdm import tqdm
 
-    from simulator.cli.chosen import open_chosen
+    from simulator.cli.chosen import open_chosen, tried_here
     from simulator.cli.runs import open_backend, sigterm_interrupts
     from simulator.comparison import Listeners, compare
 
     total = len(candidates) + 1
     finished: list[dict[str, Any]] = []
     try:
+        if args.scheduler is not None:
+            tried_here(args)  # a chosen server that does not start: the fake server everywhere
         own = args.scheduler is not None and not args.backend.virtual_time  # one per Dask task
         with (
             sigterm_interrupts(),
@@ -274,12 +276,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _write_report(
     args: argparse.Namespace, scorecard: Any, clients: Any, budget: Any, table: Any
 ) -> None:
+    from simulator.cli.chosen import backend_line
     from simulator.comparison.report import plan_report
 
     text = plan_report(
         scorecard,
         clients,
         trace=str(args.trace),
+        backend=backend_line(args),
         most_ratio=args.most_ratio,
         budget=budget,
         limits=table,

@@ -4,7 +4,11 @@ On Dask every shard of every candidate is a task; sharing one real server betwee
 make the keys of one candidate meet another's. So each task starts its own server from the run's
 :class:`~simulator.backends.specs.BackendSpec` (the embedded Valkey: a fresh folder, a random
 password, 127.0.0.1 only), replays its shard there as :func:`~simulator.comparison.server.on_server`
-does (keys checked, weighed, deleted), and stops it, here or on the worker.
+does (keys checked, weighed, deleted), and stops it, here or on the worker. A server that does
+not start there fails the task, naming its shard: the fake server in its place would make one
+scorecard of two backends, the server's own figures (``MEMORY USAGE``, CPU) measured over some
+shards only. (``compare`` starts a chosen Valkey once before any task: one that does not start
+on this machine gives every task the fake server, as a run here does.)
 """
 
 from __future__ import annotations
@@ -22,11 +26,19 @@ __all__ = ["on_own_server"]
 
 def on_own_server(spec: BackendSpec, task: Task) -> Part:
     """``task`` on a server started from ``spec`` for it alone, stopped however it ends."""
-    from simulator.backends import make_backend
+    from simulator.backends import BackendError, make_backend
     from simulator.userscripts.shipping import install
 
     install(task.script)
-    backend = make_backend(spec)
+    try:
+        backend = make_backend(spec)
+    except BackendError as exc:
+        raise BackendError(
+            f"shard {task.shard + 1} of {task.shards} ({task.candidate.name}): its own {spec} "
+            f"did not start on its worker ({str(exc).splitlines()[0]}); not replaced by the fake "
+            "server, which would mix two backends in one scorecard: run again, or with "
+            "--backend fakeredis"
+        ) from None
     try:
         part = on_server(task, backend)
     finally:

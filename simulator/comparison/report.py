@@ -1,5 +1,6 @@
-"""The plan as a Markdown page: the question, how much of its span the trace covers, the
-scorecard, the clients most affected, the pick by its rule, and the budget it is held to.
+"""The plan as a Markdown page: the question, the backend the decisions ran on and why, how much
+of its span the trace covers, the scorecard, the clients most affected, the pick by its rule,
+and the budget it is held to.
 
 What a reviewer reads before a switch of limiter is approved: every figure is the scorecard's,
 every sentence the one the command prints.
@@ -69,8 +70,10 @@ def plan_report(
     budget: Budget | None = None,
     limits: pd.DataFrame | None = None,
     top: int = 5,
+    backend: str | None = None,
 ) -> str:
-    """The report as Markdown text."""
+    """The report as Markdown text. ``backend``: the line naming the backend the decisions ran
+    on and why (the one compare's report on standard output starts with when it chose)."""
     facts = scorecard.attrs.get("trace", {})
     base = scorecard.iloc[0]["candidate"]
     others = ", ".join(f"`{c}`" for c in scorecard["candidate"].iloc[1:])
@@ -83,6 +86,7 @@ def plan_report(
         "refused that was admitted before, who would get through that was refused, and what "
         f"would it cost? {facts.get('requests', 0):,} requests from "
         f"{facts.get('clients', 0):,} clients, each replayed with the real Lua scripts.",
+        *(["", "## The backend", "", backend] if backend else []),
         "",
         "## Coverage",
         "",

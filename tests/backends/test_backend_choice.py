@@ -109,7 +109,8 @@ def test_compare_by_default_runs_on_valkey_says_so_first_and_scores_as_the_fake_
     trace, tmp_path
 ):
     needs_valkey()
-    default = run("compare", *COMPARE, trace, "--out", tmp_path / "v.csv")
+    plan = tmp_path / "plan.md"
+    default = run("compare", *COMPARE, trace, "--out", tmp_path / "v.csv", "--report", plan)
     forced = run("compare", *COMPARE, trace, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
     assert default.returncode == 0 and forced.returncode == 0, default.stderr + forced.stderr
     first, *report = default.stdout.splitlines()
@@ -120,7 +121,8 @@ def test_compare_by_default_runs_on_valkey_says_so_first_and_scores_as_the_fake_
     assert _table("\n".join(report)) == _table(forced.stdout)  # what each decided, and scores
     pd.testing.assert_frame_equal(_card(tmp_path / "v.csv"), _card(tmp_path / "f.csv"))
     assert "weighed on the server" in default.stdout and "weighed" not in forced.stdout
-    assert default.stderr == f"wrote {tmp_path / 'v.csv'}\n"  # no server line, no time note
+    assert default.stderr == f"wrote {tmp_path / 'v.csv'}\nwrote {plan}\n"  # no server line
+    assert f"\n## The backend\n\n{first}\n\n## Coverage\n" in plan.read_text()
 
 
 @pytest.mark.server
@@ -194,10 +196,13 @@ def test_backend_fakeredis_forces_the_fake_server(trace):
 
 def test_the_environment_can_make_the_fake_server_the_default_silently(trace):
     env = {**PLAIN, DEFAULT_ENV: "fakeredis"}
+    report = trace.parent / "plan.md"
     done = run("compare", "--baseline", "sliding_log:limit=5,window=2", "--candidate",
-               "gcra:limit=5,window=2", trace, env=env)  # fmt: skip
+               "gcra:limit=5,window=2", trace, "--report", report, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("coverage: ") and "backend" not in done.stderr
+    said = f"backend fakeredis (named: {DEFAULT_ENV}=fakeredis)"
+    assert f"\n## The backend\n\n{said}\n" in report.read_text()  # the report names it still
     replayed = run("replay", "--algorithm", "gcra", "--limit", "5", "--window", "2", trace, env=env)
     assert replayed.returncode == 0 and replayed.stderr.startswith("gcra: "), replayed.stderr
 
@@ -217,7 +222,9 @@ def test_without_the_valkey_wheel_the_fake_server_runs_and_says_why(trace, monke
     )
 
 
-def test_a_chosen_valkey_that_does_not_start_gives_way_to_the_fake_server(trace, monkeypatch):
+def test_a_chosen_valkey_that_does_not_start_gives_way_to_the_fake_server(
+    trace, tmp_path, monkeypatch
+):
     """Not starting is the server's failure, not the user's: the fake server decides alike."""
     needs_valkey()
     from simulator.backends.embedded import EmbeddedValkey
@@ -226,11 +233,13 @@ def test_a_chosen_valkey_that_does_not_start_gives_way_to_the_fake_server(trace,
         raise RuntimeError("valkey-server on port 1 exited with code 1; log tail:\n(nothing)")
 
     monkeypatch.setattr(EmbeddedValkey, "start", will_not)
-    done = run("compare", *COMPARE, trace)
+    report = tmp_path / "plan.md"
+    done = run("compare", *COMPARE, trace, "--report", report)
     assert done.returncode == 0, done.stderr
     first = done.stdout.splitlines()[0]
     assert first.startswith("backend fakeredis (default): valkey was chosen but did not start (")
     assert first.endswith("exited with code 1; log tail:); the fake server decides alike")
+    assert f"\n## The backend\n\n{first}\n" in report.read_text()  # the report says it too
     assert done.stdout.splitlines()[1].startswith("coverage: ")
     named = run("compare", *COMPARE, trace, "--backend", "valkey")  # named: a failure, said
     assert named.returncode == 1 and "exited with code 1" in named.stderr
@@ -250,3 +259,65 @@ def test_compare_on_dask_gives_every_shard_a_valkey_of_its_own(trace):
     first, *report = dask.stdout.splitlines()
     assert first.startswith(VALKEY_LINE)
     assert _table("\n".join(report)) == _table(forced.stdout)
+
+
+def _will_not_start(after: int):
+    """An EmbeddedValkey.start that starts the first ``after`` servers, then fails as a
+    valkey-server that exits at once does."""
+    from simulator.backends.embedded import EmbeddedValkey
+
+    real, calls = EmbeddedValkey.start, []
+
+    def start(self):
+        calls.append(self)
+        if len(calls) > after:
+            raise RuntimeError("valkey-server on port 1 exited with code 1; log tail:\n(nothing)")
+        return real(self)
+
+    return start
+
+
+DASK = ["--shards", "2", "--scheduler", "serial"]  # Dask's tasks, here: the patch reaches them
+
+
+def test_on_dask_a_chosen_valkey_that_does_not_start_gives_every_task_the_fake_server(
+    trace, tmp_path, monkeypatch
+):
+    """compare starts the chosen Valkey once before the tasks start theirs: one that does not
+    start here gives way to the fake server for every task, as a run here does."""
+    needs_valkey()
+    from simulator.backends.embedded import EmbeddedValkey
+
+    monkeypatch.setattr(EmbeddedValkey, "start", _will_not_start(after=0))
+    done = run("compare", *COMPARE, trace, *DASK, "--out", tmp_path / "d.csv")
+    forced = run("compare", *COMPARE, trace, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
+    assert done.returncode == 0 and forced.returncode == 0, done.stderr + forced.stderr
+    first, *report = done.stdout.splitlines()
+    assert first.startswith("backend fakeredis (default): valkey was chosen but did not start (")
+    assert first.endswith("; the fake server decides alike")
+    assert _table("\n".join(report)) == _table(forced.stdout)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "d.csv"), pd.read_csv(tmp_path / "f.csv"))
+
+
+@pytest.mark.server
+def test_on_dask_a_tasks_own_valkey_that_does_not_start_fails_naming_its_shard(
+    trace, tmp_path, monkeypatch
+):
+    """The Valkey started here did start, a task's own did not: the fake server for that task
+    alone would make one scorecard of two backends (the server's MEMORY USAGE and CPU over some
+    shards only), so the run fails, exit 1, in one message naming the shard and why."""
+    needs_valkey()
+    from simulator.backends.embedded import EmbeddedValkey
+
+    monkeypatch.setattr(EmbeddedValkey, "start", _will_not_start(after=1))
+    done = run("compare", *COMPARE, trace, *DASK, "--report", tmp_path / "plan.md")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    [said] = done.stderr.splitlines()
+    assert said.startswith(
+        "python -m simulator compare: failed: shard 1 of 2 (sliding_log:limit=5,window=2): its own valkey "
+        "did not start on its worker (backend valkey: valkey-server on port 1 exited with code 1"
+    )
+    assert said.endswith("which would mix two backends in one scorecard: run again, or with "
+                         "--backend fakeredis")  # fmt: skip
+    assert not (tmp_path / "plan.md").exists()

@@ -53,11 +53,12 @@ def test_over_the_budget_exits_1_and_writes_the_report(tmp_path):
     assert "budget flips_to_refused=0: over: flips_to_refused" in done.stdout
     assert "sliding_log:limit=3,window=2 at each limit:" in done.stdout
     text = report.read_text()
-    for heading in ("## The question", "## Coverage", "## The scorecard",
+    for heading in ("## The question", "## The backend", "## Coverage", "## The scorecard",
                     "## The clients most affected", "## At other limits", "## The pick",
                     "## The budget"):  # fmt: skip
         assert heading in text
     assert "**over**: flips_to_refused" in text
+    assert "\nbackend fakeredis (named: --backend fakeredis)\n" in text
     table = pd.read_csv(limits)
     assert list(table["limit"]) == [2, 3, 4, 2, 3, 4]
     assert table.columns[:5].tolist() == ["configuration", "role", "algorithm", "window_s", "limit"]
@@ -110,6 +111,7 @@ def test_the_sample_log_at_20_per_minute_says_its_coverage_first_and_keeps_the_b
         "--candidate", "sliding_counter:limit=20,window=60",
         "--candidate", "sliding_log:limit=20,window=60",
         "--budget", "flips_to_refused=0.1%,clients_affected=5",
+        "--backend", "fakeredis",  # named: no backend line above the coverage
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.splitlines()[:2]
