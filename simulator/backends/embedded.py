@@ -236,3 +236,26 @@ class EmbeddedValkey:
 def _stop_all() -> None:
     for server in list(_LIVE):
         server.stop()
+
+
+def expired_keys(backend: Any) -> int | None:
+    """How many keys a server the program started and owns has removed on its own clock since
+    it started (``INFO stats``: ``expired_keys``, active or lazy, plus ``evicted_keys``), over
+    every primary of a cluster; None for the fake server (its clock is the simulation's) and for
+    a server somebody else runs (its counts are not this run's alone).
+
+    On a server of this run's own the count is exact: a key that outlived its TTL on the wall
+    clock and was read again was counted when it was read (or before, by active expiry); one
+    never read again changed no decision."""
+    if backend.virtual_time or backend.owned is None:
+        return None
+    if backend.clustered:
+        nodes = backend.client.get_primaries()
+        clients = [backend.client.get_redis_connection(n) for n in nodes]
+    else:
+        clients = [backend.client]
+    total = 0
+    for client in clients:
+        stats = client.info("stats")
+        total += int(stats.get("expired_keys", 0)) + int(stats.get("evicted_keys", 0))
+    return total

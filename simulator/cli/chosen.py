@@ -8,6 +8,11 @@ finished (:func:`say_chosen`): compare's first line on standard output, replay's
 its summary on standard error. A trace refused at its line N, or a user's script stopped by its
 budget half-way, is found after the server opened; said any earlier, the line would make two
 messages of one.
+
+A chosen Valkey runs the keys' TTLs on the wall clock. Once its run is done,
+:func:`note_expired` reads how many keys that server expired on its own clock
+(:func:`~simulator.backends.embedded.expired_keys`); when any did, :func:`decide_again` puts
+the fake server in its place, the line saying why, and the command decides the run again there.
 """
 
 from __future__ import annotations
@@ -18,10 +23,26 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from simulator.backends import Backend, BackendError
-from simulator.backends.choice import BackendChoice, fallen_back, for_command, spec_of
+from simulator.backends.choice import (
+    BackendChoice,
+    decided_again,
+    fallen_back,
+    for_command,
+    spec_of,
+)
 from simulator.cli.runs import open_backend
 
-__all__ = ["choose", "chosen", "open_chosen", "say_chosen", "backend_line", "tried_here"]
+__all__ = [
+    "choose",
+    "chosen",
+    "open_chosen",
+    "say_chosen",
+    "backend_line",
+    "tried_here",
+    "start_cause",
+    "note_expired",
+    "decide_again",
+]
 
 
 def choose(args: argparse.Namespace, algorithms: Sequence[Any], **how: Any) -> None:
@@ -55,10 +76,43 @@ def open_chosen(args: argparse.Namespace) -> Iterator[Backend]:
         except BackendError as exc:
             if choice is None or choice.spec.virtual_time:
                 raise
-            args.backend_choice = fallen_back(choice, str(exc).splitlines()[0])
+            args.backend_choice = fallen_back(choice, start_cause(exc))
             args.backend = args.backend_choice.spec
             backend = stack.enter_context(open_backend(args.backend, False))
         yield backend
+
+
+def start_cause(exc: BaseException) -> str:
+    """A server's start error in one line: its first line and, when the log's tail follows, the
+    last line of that tail that says something (the cause, where the first line says only that
+    the server exited)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    first, last = lines[0], lines[-1]
+    if len(lines) == 1 or last.lower() in ("(nothing)", "<no log>"):
+        return first.removesuffix(":").removesuffix("; log tail")
+    return f"{first} {last}"
+
+
+def note_expired(args: argparse.Namespace, count: int | None) -> None:
+    """Adds ``count`` (keys a server of this run expired on its own clock; None: not known,
+    the fake server's or somebody else's) to ``args.keys_expired``."""
+    if count:
+        args.keys_expired = vars(args).get("keys_expired", 0) + count
+
+
+def decide_again(args: argparse.Namespace) -> bool:
+    """True when the chosen server expired keys on its own clock during the run: then
+    ``args.backend`` is the fake server and the line says why (the command decides the whole run
+    again there, one backend for all of it); False otherwise."""
+    choice, expired = chosen(args), vars(args).get("keys_expired", 0)
+    if choice is None or choice.spec.virtual_time or not expired:
+        return False
+    args.backend_choice = decided_again(choice, expired)
+    args.backend = args.backend_choice.spec
+    args.keys_expired = 0
+    return True
 
 
 def tried_here(args: argparse.Namespace) -> None:
