@@ -38,6 +38,7 @@ def _check_foreign(args: argparse.Namespace, backend: Any, specs: list[Any]) -> 
 
 def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     """The baseline and the candidates the command line names, checked before anything is read."""
+    from simulator.backends.choice import shortest_window_ms
     from simulator.cli.chosen import choose
     from simulator.comparison import load_candidates, parse_spec
     from simulator.comparison.spec import resolve_candidates
@@ -54,7 +55,7 @@ def _candidates(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     choose(  # --backend not named: the fastest that decides alike, the report's first line says
         args,
         [c.policy.algorithm for c in everyone],
-        window_ms=min(c.window_ms for c in everyone),
+        window_ms=min(shortest_window_ms(c.window_ms, c.params) for c in everyone),
     )
     if args.backend.foreign and args.scheduler is not None:
         raise UsageError(
@@ -120,7 +121,8 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     """The comparison with a progress bar; what was finished is kept if it stops early."""
     from tqdm import tqdm
 
-    from simulator.cli.chosen import open_chosen, tried_here
+    from simulator.backends.embedded import expired_keys
+    from simulator.cli.chosen import note_expired, open_chosen, tried_here
     from simulator.cli.runs import open_backend, sigterm_interrupts
     from simulator.comparison import Listeners, compare
 
@@ -142,10 +144,11 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
                 tasks_done: list[str] = []
 
                 def on_task(part: Any) -> None:
+                    note_expired(args, part.server_keys_expired)  # a Dask task's own server
                     tasks_done.append(part.candidate)
                     bar.set_description(f"{len(tasks_done)} tasks done ({total} configurations)")
 
-                return compare(
+                result = compare(
                     args.trace,
                     baseline,
                     candidates,
@@ -155,6 +158,9 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
                     backend=real,
                     listeners=Listeners(bar.update, on_task, finished.append),
                 )
+            if not own and not backend.virtual_time:
+                note_expired(args, expired_keys(backend))  # the one server of the run
+            return result
     except BaseException:  # Ctrl-C, SIGTERM, a failed server or script: keep what was finished
         _keep_finished(args, finished, total)
         raise
@@ -230,8 +236,21 @@ def _print_head(args: argparse.Namespace, facts: dict[str, Any]) -> None:
     )
 
 
+def _warn_server_clock(args: argparse.Namespace) -> None:
+    """A named server of the run's own that expired keys on its own clock: some decisions may
+    differ from the simulated clock's (a chosen one was decided again instead)."""
+    expired = vars(args).get("keys_expired", 0)
+    if expired and not args.backend.virtual_time:
+        print(
+            f"warning: {args.backend} expired {expired:,} keys on its own clock before the "
+            "simulated run was done with them, so some decisions may differ from the simulated "
+            "clock's; --backend fakeredis decides on the simulated clock",
+            file=sys.stderr,
+        )
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    from simulator.cli.chosen import say_chosen
+    from simulator.cli.chosen import decide_again, say_chosen
     from simulator.comparison.choice import rule, verdict
     from simulator.comparison.limits import limits_table, variants, without_variants
     from simulator.comparison.report import gate
@@ -241,7 +260,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     budget, limits = _plan(args)
     baseline, candidates = _candidates(args)
     everyone = [baseline, *candidates]
-    card, every_client = _run_compare(args, baseline, [*candidates, *variants(everyone, limits)])
+    runs = [*candidates, *variants(everyone, limits)]
+    card, every_client = _run_compare(args, baseline, runs)
+    if decide_again(args):  # the chosen Valkey expired keys on its own clock: all again, here
+        card, every_client = _run_compare(args, baseline, runs)
+    _warn_server_clock(args)
     scorecard, clients = without_variants(card, every_client)
     say_chosen(args, sys.stdout)  # the report's first line, printed only once the run is done
     _print_head(args, scorecard.attrs["trace"])

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import shutil
 import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +36,19 @@ __all__ = ["register", "cmd_replay"]
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a trace file into a decision CSV, streaming: memory stays bounded at any length."""
-    from simulator.cli.chosen import choose, say_chosen
+    from simulator.backends.choice import shortest_window_ms
+    from simulator.cli.chosen import choose, decide_again, say_chosen
     from simulator.cli.runs import OutputError, check_output
     from simulator.playback.spool import SpoolError
 
     args.source = trace_source(args)  # the format, key and time checked before anything is read
+    window_ms = round(args.window * 1000)
+    params = params_for(args.algorithm, args.param, strict=True)
     choose(  # --backend not named: the fastest that decides alike, said with the summary
         args,
         [ALGORITHMS[args.algorithm]],
         shards=args.shards > 1,
-        window_ms=round(args.window * 1000),
+        window_ms=shortest_window_ms(window_ms, params),
     )
     try:
         check_output(args.out, args.trace)  # before anything is computed
@@ -53,22 +62,66 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return replay_sharded(args)
     bar_options: dict[str, Any] = {"unit": "req", "disable": None, "file": sys.stderr}
     try:
-        done, tally = _replay_through_files(args, bar_options)
+        with _stdout_held(args):
+            done, tally = _replay_through_files(args, bar_options)
+            if decide_again(args):  # the chosen Valkey expired keys on its own clock
+                done, tally = _replay_through_files(args, bar_options)
     except SpoolError as exc:  # the temporary folder is full
         raise UsageError(str(exc)) from None
-    said = say_chosen(args, sys.stderr)  # once the run is done: bad input stays one line
+    say_chosen(args, sys.stderr)  # once the run is done: bad input stays one line
     print(
         tally.summary(args.algorithm) + (f"; wrote {args.out}" if args.out else ""),
         file=sys.stderr,
     )
-    if not done.server_clock_safe:
+    _warn_server_clock(args, done)
+    return 0
+
+
+def _warn_server_clock(args: argparse.Namespace, done: Any) -> None:
+    """A named real server whose clock may have changed decisions, said after the summary: on
+    a server the run started, by the keys it expired (exact); on somebody else's, by how fast
+    the run went against the window (its counts are not this run's alone)."""
+    if args.backend.virtual_time:
+        return
+    expired = vars(args).get("keys_expired", 0)
+    if not args.backend.foreign and expired:
         print(
-            f"warning: {args.algorithm} on {args.backend}: the replay ran slower than real "
-            "time over less than a window; server-side expiry may have changed decisions"
-            + ("; --backend fakeredis replays it on the simulated clock" if said else ""),
+            f"warning: {args.algorithm} on {args.backend}: the server expired {expired:,} keys "
+            "on its own clock before the simulated run was done with them, so some decisions "
+            "may differ from the simulated clock's; --backend fakeredis replays it on the "
+            "simulated clock",
             file=sys.stderr,
         )
-    return 0
+    elif args.backend.foreign and not done.server_clock_safe:
+        print(
+            f"warning: {args.algorithm} on {args.backend}: the replay ran slower than real "
+            "time over less than a window; server-side expiry may have changed decisions",
+            file=sys.stderr,
+        )
+
+
+@contextlib.contextmanager
+def _stdout_held(args: argparse.Namespace) -> Iterator[None]:
+    """Decisions bound for standard output on a chosen real server, held in a temporary file
+    until the run is done (it may be decided again on the fake server) and then copied out,
+    also when the run stops early: nothing computed is lost, nothing is written twice."""
+    from simulator.cli.chosen import chosen
+
+    if args.out is not None or chosen(args) is None or args.backend.virtual_time:
+        yield
+        return
+    fd, name = tempfile.mkstemp(prefix="replay-", suffix=".csv")
+    os.close(fd)
+    args.out = Path(name)
+    try:
+        yield
+    finally:
+        args.out = None
+        sys.stdout.flush()
+        with open(name, "rb") as held:
+            shutil.copyfileobj(held, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        os.unlink(name)
 
 
 def _check_header_policy(args: argparse.Namespace) -> None:
@@ -93,11 +146,10 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
     of order into runs in the folder; once more, merged with those runs, while it is replayed.
     Returns what :func:`~simulator.playback.run.replay_requests` did and the summary's tally.
     """
-    from collections.abc import Iterator
-
     from tqdm import tqdm
 
-    from simulator.cli.chosen import chosen, open_chosen
+    from simulator.backends.embedded import expired_keys
+    from simulator.cli.chosen import chosen, note_expired, open_chosen
     from simulator.cli.runs import (
         DecisionCsv,
         KeyGroup,
@@ -108,12 +160,13 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
         stop_between_pipelines,
     )
     from simulator.cli.tally import ReplayTally
-    from simulator.engine.realtime import runs_on_real_time
+    from simulator.engine.realtime import ServerClockWarning, runs_on_real_time
     from simulator.playback.output import HeaderColumns
     from simulator.playback.run import Streaming, replay_requests
     from simulator.playback.scan import scan_trace
     from simulator.playback.spool import work_folder
     from simulator.policy import resolve
+    from simulator.userscripts.foreign import is_foreign
 
     with sigterm_interrupts(), work_folder() as workdir:
         with tqdm(desc=f"read {args.trace.name}", **bar_options) as bar:
@@ -180,17 +233,22 @@ def _replay_through_files(args: argparse.Namespace, bar_options: dict[str, Any])
                         desc=f"replay {args.algorithm} on {args.backend}",
                         **bar_options,
                     ) as bar:
-                        done = replay_requests(
-                            scan.in_time_order(),
-                            policy,
-                            None,
-                            None,
-                            backend,
-                            on_progress=bar.update,
-                            on_rows=on_rows,
-                            streaming=Streaming(args.pipeline, scan.requests),
-                        )
+                        with warnings.catch_warnings():
+                            if not backend.virtual_time and not is_foreign(backend):
+                                # our own server counts its expiries: that, not a guess
+                                warnings.simplefilter("ignore", ServerClockWarning)
+                            done = replay_requests(
+                                scan.in_time_order(),
+                                policy,
+                                None,
+                                None,
+                                backend,
+                                on_progress=bar.update,
+                                on_rows=on_rows,
+                                streaming=Streaming(args.pipeline, scan.requests),
+                            )
                     complete = True
+                    note_expired(args, expired_keys(backend))  # before the keys are read again
                 except (BackendError, ScriptError) as exc:
                     sink.close(complete)
                     said = f"{exc}; the {sink.written} decisions made are in {sink.where}"

@@ -8,7 +8,9 @@ does (keys checked, weighed, deleted), and stops it, here or on the worker. A se
 not start there fails the task, naming its shard: the fake server in its place would make one
 scorecard of two backends, the server's own figures (``MEMORY USAGE``, CPU) measured over some
 shards only. (``compare`` starts a chosen Valkey once before any task: one that does not start
-on this machine gives every task the fake server, as a run here does.)
+on this machine gives every task the fake server, as a run here does.) Each part carries how
+many keys its server expired on its own wall clock: ``compare`` decides a chosen Valkey's whole
+run again on the fake server when any shard's did, so that one scorecard has one backend.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ __all__ = ["on_own_server"]
 def on_own_server(spec: BackendSpec, task: Task) -> Part:
     """``task`` on a server started from ``spec`` for it alone, stopped however it ends."""
     from simulator.backends import BackendError, make_backend
+    from simulator.backends.embedded import expired_keys
+    from simulator.cli.chosen import start_cause
     from simulator.userscripts.shipping import install
 
     install(task.script)
@@ -35,12 +39,13 @@ def on_own_server(spec: BackendSpec, task: Task) -> Part:
     except BackendError as exc:
         raise BackendError(
             f"shard {task.shard + 1} of {task.shards} ({task.candidate.name}): its own {spec} "
-            f"did not start on its worker ({str(exc).splitlines()[0]}); not replaced by the fake "
+            f"did not start on its worker ({start_cause(exc)}); not replaced by the fake "
             "server, which would mix two backends in one scorecard: run again, or with "
             "--backend fakeredis"
         ) from None
     try:
         part = on_server(task, backend)
+        part.server_keys_expired = expired_keys(backend) or 0  # the CLI decides again on it
     finally:
         backend.close()
     part.peak_rss_kb = _peak_rss_kb()

@@ -98,6 +98,8 @@ class Part:
     #: on a real server: bytes its keys held for the clients weighed after the run, and how many
     server_bytes: int = 0
     server_clients: int = 0
+    #: keys the task's own server expired on its wall clock (``INFO stats``; 0 elsewhere)
+    server_keys_expired: int = 0
     #: the peak resident memory of the process that ran the task, in kB (0: not known)
     peak_rss_kb: int = 0
 

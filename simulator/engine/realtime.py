@@ -2,17 +2,20 @@
 
 Every script takes ``now_ms`` from its arguments. ``fixed_window``, ``sliding_log`` and
 ``sliding_counter`` decide from that alone and give their keys a time to live only so that old
-keys go away; on a real server their decisions are the same as on the virtual clock, however fast
-the run goes. ``echomq`` is different: its window IS the counter's time to live, counted down by
+keys go away; on a real server their decisions are the same as on the virtual clock as long as the
+server keeps each key while the run still needs it (a run slower than real time over a key's TTL
+can lose one). ``echomq`` is different: its window IS the counter's time to live, counted down by
 the server's own clock. On the embedded fake server that clock is the simulation's; on a real
 server it is the wall clock, so a run of ``echomq`` there goes at real speed (SimPy's
 ``RealtimeEnvironment``: one simulated millisecond per real millisecond) and should use short
 windows.
 
-A fast run is safe only while the server has not yet expired a key the run still needs: a key
-that gets a TTL of one window must not wait more than a window of wall time to be used again
-within a window of simulated time. :class:`ExpiryWatch` checks that as the run goes and says so
-when a run was too slow for it (many requests per millisecond with windows of a few ms).
+A fast run is safe only while the server has not yet expired a key the run still needs. On a
+server the program started that is counted, not guessed: the server counts every key it expired
+(``INFO stats``: ``expired_keys``; :func:`simulator.backends.embedded.expired_keys`), and
+``replay`` and ``compare`` warn by that count (or, on a backend they chose, decide the run again
+on the fake server). On a server somebody else runs the count is not the run's alone:
+:class:`ExpiryWatch` is the guess kept for it, and for the library's own runs.
 """
 
 from __future__ import annotations
@@ -134,11 +137,15 @@ def time_note(algorithm: type[Limiter], backend: Backend) -> str:
 
 
 class ExpiryWatch:
-    """Checks that no key could expire on the server while the run still needed it.
+    """A guess, as the run goes, at whether a key expired on the server while the run needed it.
 
-    A key gets a TTL of at least ``window_ms`` when it is used and is needed for less than
-    ``window_ms`` of simulated time after that. So the run is safe as long as no span of less
-    than ``window_ms`` simulated ms took ``window_ms`` or more of wall time.
+    It assumes a key gets a TTL of about ``window_ms`` when it is used and is needed for less
+    than ``window_ms`` of simulated time after that, and says the run was unsafe once a span of
+    less than ``window_ms`` simulated ms took ``window_ms`` or more of wall time. That holds for
+    the window counters and the log; it does not for a bucket (``token_bucket``, ``gcra``, the
+    gateways), whose TTL is the time to refill and may be far shorter than the window, so there
+    it can miss. Where the server is the run's own, its expiry count is exact and is what the
+    commands go by; this guess is for a server somebody else runs.
     """
 
     def __init__(self, window_ms: int) -> None:
