@@ -27,8 +27,10 @@ from simulator.backends.choice import (
 PLAIN = {k: v for k, v in os.environ.items() if k != DEFAULT_ENV}
 VALKEY_LINE = "backend valkey (default): "
 TRACE_ROWS = [(t * 37 % 5_000 + t * 50, f"c{t % 7}") for t in range(400)]
-COMPARE = ["--baseline", "sliding_log:limit=5,window=2"]
-COMPARE += ["--candidate", "fixed_window:limit=5,window=2", "--candidate", "gcra:limit=5,window=2"]
+# Windows of a minute: no key's TTL on the wall clock can run out during a run this short, so the
+# chosen Valkey keeps its run (a run it expired keys in is decided again; tests below).
+COMPARE = ["--baseline", "sliding_log:limit=5,window=60"]
+COMPARE += ["--candidate", "fixed_window:limit=5,window=60", "--candidate", "gcra:limit=5,window=60"]
 #: What only a real server measures (its CPU, MEMORY USAGE): left out where cards are compared.
 SERVER_COLUMNS = ["bytes_per_client_on_server", "server_cpu_us_per_decision"]
 
@@ -116,6 +118,7 @@ def test_compare_by_default_runs_on_valkey_says_so_first_and_scores_as_the_fake_
     first, *report = default.stdout.splitlines()
     assert first.startswith(VALKEY_LINE + "sliding_log, fixed_window, gcra take time from now_ms")
     assert "(--backend fakeredis forces the fake server)" in first
+    assert "valkey expired no key on its own clock" in first
     assert forced.stdout.splitlines()[0].startswith("coverage: ")  # named: nothing to say
     assert "(default)" not in forced.stdout + forced.stderr
     assert _table("\n".join(report)) == _table(forced.stdout)  # what each decided, and scores
@@ -128,7 +131,7 @@ def test_compare_by_default_runs_on_valkey_says_so_first_and_scores_as_the_fake_
 @pytest.mark.server
 def test_replay_by_default_runs_on_valkey_and_writes_the_fake_servers_decisions(trace, tmp_path):
     needs_valkey()
-    args = ["--algorithm", "sliding_counter", "--limit", "5", "--window", "2", trace]
+    args = ["--algorithm", "sliding_counter", "--limit", "5", "--window", "60", trace]
     default = run("replay", *args, "--out", tmp_path / "v.csv")
     forced = run("replay", *args, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
     assert default.returncode == 0 and forced.returncode == 0, default.stderr + forced.stderr
@@ -238,7 +241,7 @@ def test_a_chosen_valkey_that_does_not_start_gives_way_to_the_fake_server(
     assert done.returncode == 0, done.stderr
     first = done.stdout.splitlines()[0]
     assert first.startswith("backend fakeredis (default): valkey was chosen but did not start (")
-    assert first.endswith("exited with code 1; log tail:); the fake server decides alike")
+    assert first.endswith("exited with code 1); the fake server decides alike")
     assert f"\n## The backend\n\n{first}\n" in report.read_text()  # the report says it too
     assert done.stdout.splitlines()[1].startswith("coverage: ")
     named = run("compare", *COMPARE, trace, "--backend", "valkey")  # named: a failure, said
@@ -251,7 +254,7 @@ def test_compare_on_dask_gives_every_shard_a_valkey_of_its_own(trace):
     """The default backend with --scheduler: each task starts its own Valkey on its worker (two
     shards of one server would mix one candidate's keys with another's); the same scorecard as
     the fake server's, one after another."""
-    spec = ["--baseline", "sliding_log:limit=5,window=2", "--candidate", "gcra:limit=5,window=2"]
+    spec = ["--baseline", "sliding_log:limit=5,window=60", "--candidate", "gcra:limit=5,window=60"]
     # A process of its own: the LocalCluster's workers start and end with it.
     dask = run_cli("compare", "--shards", "2", "--scheduler", "local", *spec, trace, env=PLAIN)
     forced = run("compare", "--backend", "fakeredis", *spec, trace)
@@ -315,9 +318,96 @@ def test_on_dask_a_tasks_own_valkey_that_does_not_start_fails_naming_its_shard(
     assert "Traceback" not in done.stderr and done.stdout == ""
     [said] = done.stderr.splitlines()
     assert said.startswith(
-        "python -m simulator compare: failed: shard 1 of 2 (sliding_log:limit=5,window=2): its own valkey "
+        "python -m simulator compare: failed: shard 1 of 2 (sliding_log:limit=5,window=60): its own valkey "
         "did not start on its worker (backend valkey: valkey-server on port 1 exited with code 1"
     )
     assert said.endswith("which would mix two backends in one scorecard: run again, or with "
                          "--backend fakeredis")  # fmt: skip
     assert not (tmp_path / "plan.md").exists()
+
+
+def test_a_start_error_keeps_its_cause_from_the_log_tail(trace, monkeypatch):
+    """The first line says the server exited; the log's last line says why: both are said."""
+    needs_valkey()
+    from simulator.backends.embedded import EmbeddedValkey
+
+    def will_not(self):
+        raise RuntimeError(
+            "valkey-server on port 1 exited with code 1; log tail:\n"
+            "*** FATAL CONFIG FILE ERROR (Version 8.1.1) ***\n"
+            ">>> 'maxmemory-policy nonsense'\n"
+            "argument(s) must be one of the following: volatile-lru, allkeys-lru\n"
+        )
+
+    monkeypatch.setattr(EmbeddedValkey, "start", will_not)
+    done = run("compare", *COMPARE, trace)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert "exited with code 1; log tail: argument(s) must be one of the following" in first
+
+
+#: The trace a review found decided differently on the chosen Valkey: alice drains her bucket
+#: at 0 ms, 30,000 other clients come at 1 to 4 ms (far more than 11 ms of wall time), and alice
+#: comes back at 5 ms, when her bucket of one token has not refilled on the simulated clock.
+#: Her key's TTL (11 ms) ran out on Valkey's wall clock: it gave her a full bucket.
+def _slow_over_a_ttl(path):
+    rows = ["0,alice"] + [f"{1 + i * 4 // 30_000},c{i}" for i in range(30_000)] + ["5,alice"]
+    path.write_text("t_ms,client\n" + "\n".join(rows) + "\n")
+    return path
+
+
+DECIDED_AGAIN = "backend fakeredis (default): valkey expired "
+AGAIN_TAIL = "keys on its own clock before the simulated run was done with them; decided again"
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_replay_whose_valkey_expired_keys_is_decided_again_on_the_fake_server(tmp_path):
+    needs_valkey()
+    trace = _slow_over_a_ttl(tmp_path / "slow.csv")
+    args = ["--algorithm", "token_bucket", "--limit", "100", "--window", "1"]
+    args += ["--param", "burst=1", trace]
+    default = run("replay", *args, "--out", tmp_path / "d.csv")
+    forced = run("replay", *args, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
+    assert default.returncode == 0 and forced.returncode == 0, default.stderr + forced.stderr
+    said, summary = default.stderr.splitlines()[-2:]
+    assert said.startswith(DECIDED_AGAIN) and AGAIN_TAIL in said, said
+    assert "ServerClockWarning" not in default.stderr  # the count says it, not the guess
+    decided, expected = pd.read_csv(tmp_path / "d.csv"), pd.read_csv(tmp_path / "f.csv")
+    pd.testing.assert_frame_equal(decided, expected)
+    assert decided["allowed"].iloc[-1] == 0  # alice's bucket was still empty at 5 ms
+    to_stdout = run("replay", *args)  # held until decided, then written once
+    assert to_stdout.stdout == (tmp_path / "f.csv").read_text()
+    named = run("replay", *args, "--backend", "valkey", "--out", tmp_path / "v.csv")
+    assert named.returncode == 0, named.stderr
+    assert "warning: token_bucket on valkey: the server expired " in named.stderr
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_compare_whose_valkey_expired_keys_is_decided_again_on_the_fake_server(tmp_path):
+    needs_valkey()
+    trace = _slow_over_a_ttl(tmp_path / "slow.csv")
+    spec = ["--baseline", "fixed_window:limit=100,window=1"]
+    spec += ["--candidate", "token_bucket:limit=100,window=1,burst=1", trace]
+    default = run("compare", *spec, "--out", tmp_path / "d.csv")
+    forced = run("compare", *spec, "--backend", "fakeredis", "--out", tmp_path / "f.csv")
+    assert default.returncode == 0 and forced.returncode == 0, default.stderr + forced.stderr
+    first, *report = default.stdout.splitlines()
+    assert first.startswith(DECIDED_AGAIN) and AGAIN_TAIL in first, first
+    assert _table("\n".join(report)) == _table(forced.stdout)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "d.csv"), pd.read_csv(tmp_path / "f.csv"))
+
+
+def test_a_window_given_as_a_parameter_counts_as_a_window(trace):
+    """multi_policy's second window, a few ms: its keys would expire on Valkey's wall clock
+    almost surely, so the run goes to the fake server at once instead of running twice."""
+    from simulator.backends.choice import shortest_window_ms
+
+    assert shortest_window_ms(2_000, {"long_limit": 9, "long_window_ms": 5}) == 5
+    assert shortest_window_ms(2_000, {"burst": 1}) == 2_000
+    args = ["--algorithm", "multi_policy", "--limit", "5", "--window", "2"]
+    done = run("replay", *args, "--param", "long_limit=9", "--param", "long_window_ms=5", trace)
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()[0]
+    assert said.startswith("backend fakeredis (default): a window of 5 ms: "), said
