@@ -375,6 +375,7 @@ def test_replay_whose_valkey_expired_keys_is_decided_again_on_the_fake_server(tm
     assert "ServerClockWarning" not in default.stderr  # the count says it, not the guess
     decided, expected = pd.read_csv(tmp_path / "d.csv"), pd.read_csv(tmp_path / "f.csv")
     pd.testing.assert_frame_equal(decided, expected)
+    assert (tmp_path / "d.csv").read_bytes() == (tmp_path / "f.csv").read_bytes()
     assert decided["allowed"].iloc[-1] == 0  # alice's bucket was still empty at 5 ms
     to_stdout = run("replay", *args)  # held until decided, then written once
     assert to_stdout.stdout == (tmp_path / "f.csv").read_text()
