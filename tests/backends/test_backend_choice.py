@@ -30,7 +30,8 @@ TRACE_ROWS = [(t * 37 % 5_000 + t * 50, f"c{t % 7}") for t in range(400)]
 # Windows of a minute: no key's TTL on the wall clock can run out during a run this short, so the
 # chosen Valkey keeps its run (a run it expired keys in is decided again; tests below).
 COMPARE = ["--baseline", "sliding_log:limit=5,window=60"]
-COMPARE += ["--candidate", "fixed_window:limit=5,window=60", "--candidate", "gcra:limit=5,window=60"]
+COMPARE += ["--candidate", "fixed_window:limit=5,window=60"]
+COMPARE += ["--candidate", "gcra:limit=5,window=60"]
 #: What only a real server measures (its CPU, MEMORY USAGE): left out where cards are compared.
 SERVER_COLUMNS = ["bytes_per_client_on_server", "server_cpu_us_per_decision"]
 
