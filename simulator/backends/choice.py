@@ -141,7 +141,8 @@ def decided_again(choice: BackendChoice, expired: int) -> BackendChoice:
     return BackendChoice(
         resolve_spec("fakeredis"),
         f"{choice.spec} expired {expired:,} key{'s' if expired != 1 else ''} on its own clock "
-        "before the simulated run was done with them; decided again on the fake server",
+        f"before the simulated run was done with {'them' if expired != 1 else 'it'}; decided "
+        "again on the fake server",
     )
 
 

@@ -137,6 +137,8 @@ class EmbeddedValkey:
         argv = [str(valkey_binary()), str(conf), "--bind", self.host, "--port", str(self.port)]
         argv += ["--dir", str(dir_), "--save", "", "--appendonly", "no"]
         argv += ["--protected-mode", "yes", "--daemonize", "no", "--logfile", ""]
+        # DEBUG from this machine only, the password still needed (expiry_counted_when_read)
+        argv += ["--enable-debug-command", "local"]
         if self.socket is not None:
             argv += ["--unixsocket", str(self.socket), "--unixsocketperm", "700"]
         if self.maxmemory is not None:
@@ -238,24 +240,45 @@ def _stop_all() -> None:
         server.stop()
 
 
+def _servers(backend: Any) -> list[Any]:
+    """A client of every server of ``backend``: one, or each primary of a cluster."""
+    if backend.clustered:
+        nodes = backend.client.get_primaries()
+        return [backend.client.get_redis_connection(n) for n in nodes]
+    return [backend.client]
+
+
+def expiry_counted_when_read(backend: Any) -> bool:
+    """Turns off the active expiry cycle of a server the program started (``DEBUG
+    SET-ACTIVE-EXPIRE 0``), so that :func:`expired_keys` counts only keys read after their TTL
+    ran out on the wall clock: those that may change a decision, and not the many that expire
+    unseen after a client's last request. They are removed when read, or when the server stops
+    with the run. False when the server has no such command (then both are counted: a run is
+    decided again more often than it needs, never less)."""
+    if backend.virtual_time or backend.owned is None:
+        return False
+    try:
+        for client in _servers(backend):
+            client.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    except redis.ResponseError:
+        return False
+    return True
+
+
 def expired_keys(backend: Any) -> int | None:
     """How many keys a server the program started and owns has removed on its own clock since
     it started (``INFO stats``: ``expired_keys``, active or lazy, plus ``evicted_keys``), over
     every primary of a cluster; None for the fake server (its clock is the simulation's) and for
     a server somebody else runs (its counts are not this run's alone).
 
-    On a server of this run's own the count is exact: a key that outlived its TTL on the wall
-    clock and was read again was counted when it was read (or before, by active expiry); one
-    never read again changed no decision."""
+    On a server of this run's own the count misses nothing: a key that outlived its TTL on the
+    wall clock and was read again was counted when it was read (or before, by the active expiry
+    cycle, unless :func:`expiry_counted_when_read` turned that off); one never read again
+    changed no decision."""
     if backend.virtual_time or backend.owned is None:
         return None
-    if backend.clustered:
-        nodes = backend.client.get_primaries()
-        clients = [backend.client.get_redis_connection(n) for n in nodes]
-    else:
-        clients = [backend.client]
     total = 0
-    for client in clients:
+    for client in _servers(backend):
         stats = client.info("stats")
         total += int(stats.get("expired_keys", 0)) + int(stats.get("evicted_keys", 0))
     return total

@@ -30,6 +30,7 @@ from simulator.backends.choice import (
     for_command,
     spec_of,
 )
+from simulator.backends.embedded import expiry_counted_when_read
 from simulator.cli.runs import open_backend
 
 __all__ = [
@@ -79,6 +80,7 @@ def open_chosen(args: argparse.Namespace) -> Iterator[Backend]:
             args.backend_choice = fallen_back(choice, start_cause(exc))
             args.backend = args.backend_choice.spec
             backend = stack.enter_context(open_backend(args.backend, False))
+        expiry_counted_when_read(backend)  # a server of the run's own: counts what matters
         yield backend
 
 

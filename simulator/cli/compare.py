@@ -121,7 +121,6 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
     """The comparison with a progress bar; what was finished is kept if it stops early."""
     from tqdm import tqdm
 
-    from simulator.backends.embedded import expired_keys
     from simulator.cli.chosen import note_expired, open_chosen, tried_here
     from simulator.cli.runs import open_backend, sigterm_interrupts
     from simulator.comparison import Listeners, compare
@@ -144,11 +143,11 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
                 tasks_done: list[str] = []
 
                 def on_task(part: Any) -> None:
-                    note_expired(args, part.server_keys_expired)  # a Dask task's own server
+                    note_expired(args, part.server_keys_expired)  # its server's, while it ran
                     tasks_done.append(part.candidate)
                     bar.set_description(f"{len(tasks_done)} tasks done ({total} configurations)")
 
-                result = compare(
+                return compare(
                     args.trace,
                     baseline,
                     candidates,
@@ -158,9 +157,6 @@ def _run_compare(args: argparse.Namespace, baseline: Any, candidates: list[Any])
                     backend=real,
                     listeners=Listeners(bar.update, on_task, finished.append),
                 )
-            if not own and not backend.virtual_time:
-                note_expired(args, expired_keys(backend))  # the one server of the run
-            return result
     except BaseException:  # Ctrl-C, SIGTERM, a failed server or script: keep what was finished
         _keep_finished(args, finished, total)
         raise
@@ -241,8 +237,9 @@ def _warn_server_clock(args: argparse.Namespace) -> None:
     differ from the simulated clock's (a chosen one was decided again instead)."""
     expired = vars(args).get("keys_expired", 0)
     if expired and not args.backend.virtual_time:
+        keys = f"{expired:,} key{'s' * (expired != 1)}"
         print(
-            f"warning: {args.backend} expired {expired:,} keys on its own clock before the "
+            f"warning: {args.backend} expired {keys} on its own clock before the "
             "simulated run was done with them, so some decisions may differ from the simulated "
             "clock's; --backend fakeredis decides on the simulated clock",
             file=sys.stderr,

@@ -85,8 +85,9 @@ def _warn_server_clock(args: argparse.Namespace, done: Any) -> None:
         return
     expired = vars(args).get("keys_expired", 0)
     if not args.backend.foreign and expired:
+        keys = f"{expired:,} key{'s' * (expired != 1)}"
         print(
-            f"warning: {args.algorithm} on {args.backend}: the server expired {expired:,} keys "
+            f"warning: {args.algorithm} on {args.backend}: the server expired {keys} "
             "on its own clock before the simulated run was done with them, so some decisions "
             "may differ from the simulated clock's; --backend fakeredis replays it on the "
             "simulated clock",

@@ -29,7 +29,7 @@ __all__ = ["on_own_server"]
 def on_own_server(spec: BackendSpec, task: Task) -> Part:
     """``task`` on a server started from ``spec`` for it alone, stopped however it ends."""
     from simulator.backends import BackendError, make_backend
-    from simulator.backends.embedded import expired_keys
+    from simulator.backends.embedded import expiry_counted_when_read
     from simulator.cli.chosen import start_cause
     from simulator.userscripts.shipping import install
 
@@ -44,8 +44,8 @@ def on_own_server(spec: BackendSpec, task: Task) -> Part:
             "--backend fakeredis"
         ) from None
     try:
-        part = on_server(task, backend)
-        part.server_keys_expired = expired_keys(backend) or 0  # the CLI decides again on it
+        expiry_counted_when_read(backend)
+        part = on_server(task, backend)  # with the keys its server expired (the CLI's to judge)
     finally:
         backend.close()
     part.peak_rss_kb = _peak_rss_kb()

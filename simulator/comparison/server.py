@@ -37,7 +37,12 @@ def on_server(task: Task, backend: Any) -> Part:
     if problem is not None:
         raise ConfigError(problem)
     try:
+        from simulator.backends.embedded import expired_keys
+
+        before = expired_keys(backend)  # this task's own, not the weighing's below
         part = replay_shard(task, backend)
+        if before is not None:
+            part.server_keys_expired = (expired_keys(backend) or 0) - before
         part.server_bytes, part.server_clients = _weigh(task, backend)
         return part
     finally:
