@@ -216,7 +216,8 @@ _CHOSEN_DEFAULT = (
     "valkey when every algorithm takes its time from now_ms in ARGV; fakeredis when one "
     "follows the server's clock (echomq, increx, a library reading the server's TIME, a "
     "user's script), for a window under 1 s, with --shards, or when valkey is not installed "
-    "or does not start. SIMULATOR_BACKEND_DEFAULT=fakeredis (or another SPEC) makes that SPEC "
+    "or does not start; a run in which valkey expired a key on its own clock is decided "
+    "again on fakeredis. SIMULATOR_BACKEND_DEFAULT=fakeredis (or another SPEC) makes that SPEC "
     "the default, as if --backend named it"
 )
 
