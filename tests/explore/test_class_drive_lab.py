@@ -27,11 +27,7 @@ generous timeouts; no time is asserted.
 from __future__ import annotations
 
 import base64
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -42,11 +38,9 @@ from served import CHROMIUM, need_chromium  # noqa: E402
 
 need_chromium()
 
+from lab_server import lab_at  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from test_class_drive import _add_request, _seam_view, _text, _wait, _why  # noqa: E402
-
-from simulator.backends.process import free_port  # noqa: E402
-from simulator.explore.serve import stop_served  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -123,45 +117,6 @@ _TOGETHER = """(outer) => {
 def _shot(page: Page, name: str) -> None:
     """A look at the stop, in a temporary folder (the README shows the Voilà page's)."""
     page.screenshot(path=str(Path(tempfile.gettempdir()) / name))
-
-
-def _lab(workdir: Path) -> Iterator[str]:
-    """JupyterLab on a free port over ``workdir``, with the project's settings folder (the one
-    ``make lab`` uses: no news, no update check), once it listens; stopped by its handle."""
-    port = free_port(False)
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(workdir / ".jupyter"),
-        "JUPYTERLAB_SETTINGS_DIR": str(workdir / "lab-settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(workdir / ".jupyter" / "workspaces"),
-        "JUPYTER_RUNTIME_DIR": str(workdir / ".jupyter" / "runtime"),
-        "PYTHONPATH": str(ROOT),
-    }
-    env.pop("SIMULATOR_EXPLORER_WORKERS", None)  # the explorer's own default, as a reader's
-    argv = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-        "--ServerApp.token=", "--ServerApp.password=", "--ip", "127.0.0.1",
-        "--port", str(port), "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        f"--ServerApp.root_dir={workdir}",
-    ]  # fmt: skip
-    log = workdir / "lab.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(argv, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + WAIT_MS / 1000
-        while True:
-            assert server.poll() is None, log.read_text()[-3000:]
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=5):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(0.5)  # polling interval, not a correctness wait
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_served(server)
 
 
 #: Whether the explorer's cell has run and its explorer drawn its first run.
@@ -259,7 +214,7 @@ def lab(tmp_path: Path) -> Iterator[str]:
         ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("0[1-9]*")
     )
     shutil.copytree(ROOT / "lab-settings", tmp_path / "lab-settings")
-    yield from _lab(tmp_path)
+    yield from lab_at(tmp_path, drop=("SIMULATOR_EXPLORER_WORKERS",))  # a reader's default
 
 
 def _drive(page: Page) -> None:

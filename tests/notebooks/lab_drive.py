@@ -1,4 +1,5 @@
-"""Driving JupyterLab as a learner does: start it, open a lesson, Run All, read it top to bottom.
+"""Driving JupyterLab as a learner does: open a lesson, Run All, read it top to bottom (the
+server itself is started by ``tests/lab_server.py``).
 
 The drives in ``test_lab_run_all.py`` and ``test_lab_lessons.py`` share this. Everything waits on
 what the page says, never on the clock: a notebook is open once its context and its kernel are
@@ -16,18 +17,10 @@ seen every cell. Errors are read from the notebook's model too, where no scrolli
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-from simulator.backends.process import free_port
-from simulator.explore.serve import stop_served
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -49,54 +42,6 @@ def copy_lessons(into: Path) -> Path:
     (into / "data").symlink_to(ROOT / "data")
     (into / "docs").symlink_to(ROOT / "docs")
     return into
-
-
-def start_lab(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """JupyterLab on a free port in ``workdir``, with the project's settings folder (the one
-    ``make lab`` uses: no news, no update check), once it answers; its log is ``lab.log``."""
-    log = workdir / "lab.log"
-    port = free_port(False)
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(workdir / ".jupyter"),
-        "JUPYTERLAB_SETTINGS_DIR": str(workdir / "lab-settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(workdir / ".jupyter" / "workspaces"),
-        "JUPYTER_RUNTIME_DIR": str(workdir / ".jupyter" / "runtime"),
-        "PYTHONPATH": str(ROOT),
-    }
-    argv = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-        "--ServerApp.token=", "--ServerApp.password=", "--ip", "127.0.0.1",
-        "--port", str(port), "--ServerApp.port_retries=0", "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        f"--ServerApp.root_dir={workdir}",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        server = subprocess.Popen(argv, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while True:
-        if server.poll() is not None:
-            raise AssertionError(f"JupyterLab exited: {log.read_text()[-3000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=5):
-                return server, f"http://127.0.0.1:{port}"
-        except OSError:
-            if time.monotonic() > deadline:
-                stop_served(server)
-                raise AssertionError(
-                    f"JupyterLab did not listen: {log.read_text()[-3000:]}"
-                ) from None
-            time.sleep(0.5)  # polling a socket: the process gives nothing else to wait on
-
-
-def lab_at(workdir: Path) -> Iterator[str]:
-    """A fixture's body: JupyterLab in ``workdir`` for the fixture's life, stopped by its handle."""
-    server, url = start_lab(workdir)
-    try:
-        yield url
-    finally:
-        stop_served(server)
 
 
 def chromium() -> Iterator[Any]:

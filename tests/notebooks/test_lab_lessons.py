@@ -23,7 +23,6 @@ from lab_drive import (
     cell_index,
     chromium,
     copy_lessons,
-    lab_at,
     model_errors,
     open_lesson,
     read_through,
@@ -32,6 +31,7 @@ from lab_drive import (
     tab,
     type_into_cell,
 )
+from lab_server import lab_at
 
 from simulator.lessons import NO_GUESS
 from simulator.userscripts.exercises import NOT_ATTEMPTED

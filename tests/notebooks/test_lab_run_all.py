@@ -26,13 +26,13 @@ from lab_drive import (
     ROOT,
     chromium,
     copy_lessons,
-    lab_at,
     model_errors,
     open_lesson,
     read_through,
     run_all,
     tab,
 )
+from lab_server import lab_at
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if not CHROMIUM.exists():
