@@ -132,7 +132,9 @@ def work_folder(
     made = tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-", dir=root)
     try:
         owner = Path(made.name) / OWNER_FILE
-        owner.write_text(f"{os.getpid()} {_started(os.getpid())!r}\n", encoding="ascii")
+        writing = owner.with_name(f".{OWNER_FILE}")  # renamed whole: a kill never leaves it empty
+        writing.write_text(f"{os.getpid()} {_started(os.getpid())!r}\n", encoding="ascii")
+        os.replace(writing, owner)
     except BaseException:
         made.cleanup()
         raise

@@ -191,8 +191,9 @@ def test_a_class_drives_the_explorer_page(tmp_path):
                 offline.goto(exported.as_uri())
                 offline.locator(".tl-root canvas").first.wait_for()
                 offline.locator(".tl-scrub").fill("99")
+                _wait(offline, ".tl-readout", r"request 100 of 200")  # the scrub landed first
                 offline.get_by_role("button", name="step ▶", exact=True).click()
-                assert "request 101 of 200" in _text(offline, ".tl-readout")
+                _wait(offline, ".tl-readout", r"request 101 of 200")
                 _shot(offline, "explorer_exported.png")
             finally:
                 browser.close()
