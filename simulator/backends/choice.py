@@ -42,6 +42,7 @@ from simulator.backends.specs import BACKEND_SPECS, BackendSpec, is_spec, redact
 from simulator.checks import ConfigError
 
 __all__ = [
+    "start_cause",
     "BackendChoice",
     "DEFAULT_ENV",
     "environment_default",
@@ -220,3 +221,16 @@ def default_backend(
         "clock before the simulated run was done with it (INFO stats), so its decisions are "
         "the fake server's, faster (--backend fakeredis forces the fake server)",
     )
+
+
+def start_cause(exc: BaseException) -> str:
+    """A server's start error in one line: its first line and, when the log's tail follows, the
+    last line of that tail that says something (the cause, where the first line says only that
+    the server exited)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    first, last = lines[0], lines[-1]
+    if len(lines) == 1 or last.lower() in ("(nothing)", "<no log>"):
+        return first.removesuffix(":").removesuffix("; log tail")
+    return f"{first} {last}"

@@ -29,6 +29,7 @@ from simulator.backends.choice import (
     fallen_back,
     for_command,
     spec_of,
+    start_cause,
 )
 from simulator.backends.embedded import expiry_counted_when_read
 from simulator.cli.runs import open_backend
@@ -40,7 +41,6 @@ __all__ = [
     "say_chosen",
     "backend_line",
     "tried_here",
-    "start_cause",
     "note_expired",
     "decide_again",
 ]
@@ -82,19 +82,6 @@ def open_chosen(args: argparse.Namespace) -> Iterator[Backend]:
             backend = stack.enter_context(open_backend(args.backend, False))
         expiry_counted_when_read(backend)  # a server of the run's own: counts what matters
         yield backend
-
-
-def start_cause(exc: BaseException) -> str:
-    """A server's start error in one line: its first line and, when the log's tail follows, the
-    last line of that tail that says something (the cause, where the first line says only that
-    the server exited)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    if not lines:
-        return type(exc).__name__
-    first, last = lines[0], lines[-1]
-    if len(lines) == 1 or last.lower() in ("(nothing)", "<no log>"):
-        return first.removesuffix(":").removesuffix("; log tail")
-    return f"{first} {last}"
 
 
 def note_expired(args: argparse.Namespace, count: int | None) -> None:

@@ -29,8 +29,8 @@ __all__ = ["on_own_server"]
 def on_own_server(spec: BackendSpec, task: Task) -> Part:
     """``task`` on a server started from ``spec`` for it alone, stopped however it ends."""
     from simulator.backends import BackendError, make_backend
+    from simulator.backends.choice import start_cause
     from simulator.backends.embedded import expiry_counted_when_read
-    from simulator.cli.chosen import start_cause
     from simulator.userscripts.shipping import install
 
     install(task.script)
