@@ -137,7 +137,32 @@ _ALL_SENT = """() => {
 }"""
 
 
-def _run_notebook(page: Page, url: str) -> None:
+#: What the notebook shows when the explorer has not drawn: each code cell's execution count and
+#: the first of its output's text, the kernel's status and the explorer's status line.
+_STATE = """() => {
+  const nb = window.jupyterapp.shell.currentWidget?.content;
+  const cells = nb?.model?.cells;
+  const out = {kernel: document.querySelector('.jp-Notebook-ExecutionIndicator')
+                 ?.getAttribute('data-status'), cells: []};
+  for (let i = 0; cells && i < cells.length; i++) {
+    const c = cells.get(i);
+    if (c.type !== 'code') continue;
+    const view = nb.widgets[i]?.node?.querySelector('.jp-OutputArea');
+    out.cells.push([i, c.executionCount, (view?.innerText || '').slice(0, 300)]);
+  }
+  out.status = document.querySelector('.explorer-status')?.innerText || null;
+  return out;
+}"""
+
+
+def _not_drawn(page: Page, log: Path | None) -> str:
+    """The assertion's message: what the notebook and JupyterLab's log show."""
+    said = page.evaluate(_STATE)
+    tail = log.read_text(errors="replace")[-2000:] if log is not None and log.exists() else ""
+    return f"the explorer's cell never drew its first run: {said}\nJupyterLab's log: {tail}"
+
+
+def _run_notebook(page: Page, url: str, log: Path | None = None) -> None:
     """Open the explorer's notebook, Run All, and wait for the explorer's first run drawn.
 
     On a busy machine JupyterLab may ask which kernel to start (the notebook's own, python3, is
@@ -151,7 +176,8 @@ def _run_notebook(page: Page, url: str) -> None:
     deadline = time.monotonic() + WAIT_MS / 1000
     asked_at = None
     while not page.evaluate(_DRAWN):
-        assert time.monotonic() < deadline, "the explorer's cell never drew its first run"
+        if time.monotonic() > deadline:
+            raise AssertionError(_not_drawn(page, log))
         assert not page.locator(".jp-OutputArea-output.jp-mod-error").count(), _text(
             page, ".jp-OutputArea-output.jp-mod-error"
         )
@@ -208,13 +234,14 @@ def _together(page: Page, where: str) -> None:
 
 
 @pytest.fixture
-def lab(tmp_path: Path) -> Iterator[str]:
+def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """JupyterLab over a copy of the explorer's notebook (autosave writes the copy only)."""
     shutil.copytree(
         ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("0[1-9]*")
     )
     shutil.copytree(ROOT / "lab-settings", tmp_path / "lab-settings")
-    yield from lab_at(tmp_path, drop=("SIMULATOR_EXPLORER_WORKERS",))  # a reader's default
+    for url in lab_at(tmp_path, drop=("SIMULATOR_EXPLORER_WORKERS",)):  # a reader's default
+        yield url, tmp_path / "lab.log"
 
 
 def _drive(page: Page) -> None:
@@ -250,7 +277,7 @@ def test_a_class_drives_the_explorer_in_jupyterlab(lab):
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             try:
-                _run_notebook(page, lab)
+                _run_notebook(page, *lab)
                 _drive(page)
                 page.get_by_role("button", name="export", exact=True).click()
                 link = page.locator(".explorer-download-link")
