@@ -155,14 +155,14 @@ _STATE = """() => {
 }"""
 
 
-def _not_drawn(page: Page, log: Path | None) -> str:
+def _not_drawn(page: Page, log: Path) -> str:
     """The assertion's message: what the notebook and JupyterLab's log show."""
     said = page.evaluate(_STATE)
-    tail = log.read_text(errors="replace")[-2000:] if log is not None and log.exists() else ""
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
     return f"the explorer's cell never drew its first run: {said}\nJupyterLab's log: {tail}"
 
 
-def _run_notebook(page: Page, url: str, log: Path | None = None) -> None:
+def _run_notebook(page: Page, url: str, log: Path) -> None:
     """Open the explorer's notebook, Run All, and wait for the explorer's first run drawn.
 
     On a busy machine JupyterLab may ask which kernel to start (the notebook's own, python3, is
