@@ -6,7 +6,7 @@ Run All again reveal it, row by row. Lesson 06 grades the learner's scripts, one
 the fixed window that decides right but answers zeros (``{allowed, 0, 0, 0, 0}``) is wrong at
 the very first request, on ``count``; the sliding log's skeleton, left as it is, reads *not
 attempted*; a sliding counter written right (the project's own script under the exercise's
-declaration) agrees. nbclient proves the same in a kernel (``test_reveal.py``,
+declaration) agrees. nbclient proves the same in a kernel (``test_notebooks.py``,
 ``tests/userscripts/test_grader.py``); this is what the learner reads on the page.
 """
 
