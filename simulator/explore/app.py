@@ -282,7 +282,9 @@ class Explorer:
         self.status.value = busy_html(self.drawn)
         self.page.stale(True)
 
-    def _changed(self, change: Any) -> None:
+    def _changed(self, change: Any, *, at_once: bool = False) -> None:
+        """A control changed: a run follows, after the debounce (a slider sends a value per
+        notch it passes) or, ``at_once``, without it (a click sends one change)."""
         if self._quiet:
             return
         self.runner.start_workers()  # a page (or a caller) is changing things: runs will follow
@@ -297,6 +299,10 @@ class Explorer:
             generation = self._generation
             if self._timer is not None:
                 self._timer.cancel()
+                self._timer = None
+            if at_once:
+                self._submit(generation)
+                return
             self._timer = threading.Timer(self.debounce_s, self._submit, (generation,))
             self._timer.daemon = True
             self._timer.start()
@@ -426,7 +432,7 @@ class Explorer:
         self._added = tuple(
             (client, float(a["t_ms"]) / 1000, int(a.get("n", 1))) for a in change["new"]
         )
-        self._changed({"owner": None})
+        self._changed({"owner": None}, at_once=True)
 
     def _export(self) -> None:
         """The run shown, at the request chosen, offered as one HTML file (in the worker

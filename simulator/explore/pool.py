@@ -4,9 +4,10 @@ Each algorithm's decision log depends on its own script and the requests only, s
 of one explorer run are independent: :class:`Pool` hands them to a few worker processes (one per
 core, two at most by default), each deciding on its own fake server, and gives back each log with
 its summary. A worker is started once, with the package imported and every registered script
-compiled, and kept for the explorer's life; it ends with the explorer (:meth:`Pool.close`), and
-with the process that started it if that one dies first (Linux's parent-death signal), so a
-closed page's kernel leaves no worker behind.
+compiled, and kept for the explorer's life, with one fake server that it empties before each
+job; it ends with the explorer (:meth:`Pool.close`), and with the process that started it if
+that one dies first (Linux's parent-death signal), so a closed page's kernel leaves no worker
+behind.
 
 A run is stopped between two decisions: every job carries its run's number, and a worker's
 ``cancelled()`` compares it with a number the parent raises (:meth:`Pool.cancel_before`) in
@@ -38,7 +39,7 @@ from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import Limiter
 from simulator.algorithms.scripts import load
 from simulator.backends.direct import DirectFakeBackend
-from simulator.explore.job import Job, Summary, decide, summary_of
+from simulator.explore.job import Cancelled, Job, Summary, decide, summary_of
 
 __all__ = ["Pool", "NotHere", "poolable", "default_workers", "WORKERS_ENV"]
 
@@ -121,6 +122,18 @@ def _start(stop_before: Any, decided: Any, parent_pid: int) -> None:
             load(name)
 
 
+def _emptied_backend() -> DirectFakeBackend:
+    """The worker's fake server, emptied (``FLUSHALL``): one per worker, kept from job to job
+    with its scripts loaded, so a job starts deciding at once; a new one after a job that
+    failed."""
+    backend = _shared.get("backend")
+    if backend is None:
+        backend = _shared["backend"] = DirectFakeBackend()
+    else:
+        backend.client.flushall()
+    return backend
+
+
 def _run_job(job: Job) -> tuple[pd.DataFrame, Summary, float, np.ndarray | None]:
     cls = job.policy.algorithm
     # The run below is made by the algorithm's name (the engine's scenario takes one): this
@@ -136,12 +149,15 @@ def _run_job(job: Job) -> tuple[pd.DataFrame, Summary, float, np.ndarray | None]
         reported[0] = n
 
     began = time.perf_counter()
-    backend = DirectFakeBackend()
+    backend = _emptied_backend()
     instants: list[float] | None = [] if job.trace is None else None
     try:
         frame = decide(job, backend, lambda: job.run < stop_before.value, progress, instants)
-    finally:
-        backend.close()
+    except Cancelled:
+        raise  # the server is sound: the next job empties it
+    except BaseException:
+        _shared.pop("backend").close()  # a script that failed may have left it in any state
+        raise
     summary = summary_of(frame, job.policy)
     at = None if instants is None else np.array(instants, dtype="float64")
     return frame, summary, time.perf_counter() - began, at

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from multiprocessing import Value
 from pathlib import Path
 
@@ -100,6 +101,34 @@ def test_a_cancelled_run_leaves_the_workers_ready_for_the_next(runner):
     with pytest.raises(Cancelled):
         runner.run(long, cancelled)
     _same(Runner().run(SHORT).frames, runner.run(SHORT).frames)
+
+
+@pytest.mark.every_algorithm
+def test_the_server_a_worker_keeps_decides_as_a_new_one(monkeypatch):
+    """Each worker keeps one fake server, emptied before each job: every algorithm's log on it,
+    after the other algorithms' jobs and one cancelled part-way, is the log on a new server."""
+    stop_before, decided = Value("q", 0, lock=False), Value("q", 0)
+    shared = {"stop_before": stop_before, "decided": decided}
+    monkeypatch.setattr(pool_module, "_shared", shared)
+    settings = Settings(duration_s=20, traffic=Traffic(polite=1, on_off=1, bursts=1))
+
+    def job(name: str, run: int = 1) -> Job:
+        policy = settings.policies[name]
+        scripts = tuple(load(s).sha for s in policy.algorithm.scripts)
+        return Job(policy, settings.traffic, settings.duration_s, settings.seed, None, scripts, run)
+
+    long = replace(job("sliding_log", run=0), duration_s=600)
+    stop_before.value = 1  # run 0 is cancelled at its first look, keys half written
+    with pytest.raises(Cancelled):
+        pool_module._run_job(long)
+    stop_before.value = 0
+    kept = shared["backend"]
+    on_kept = {name: pool_module._run_job(job(name))[0] for name in settings.algorithms}
+    assert shared["backend"] is kept, "the worker started another server"
+    for name in settings.algorithms:
+        shared.pop("backend").close()
+        pd.testing.assert_frame_equal(on_kept[name], pool_module._run_job(job(name))[0], obj=name)
+    shared.pop("backend").close()
 
 
 @pytest.mark.slow  # a pool of its own started and a worker killed
