@@ -65,6 +65,14 @@ CSS = """<style>
 .explorer-large .explorer-state code { font-size: 14px; }
 .explorer-large .widget-label, .explorer-large .widget-button,
 .explorer-large .widget-toggle-button { font-size: 15px; }
+/* large, in a notebook's narrow column: a text box keeps room for its value (under its label,
+   which is wider now, if the row cannot hold both), and a summary line wraps between words
+   rather than pass its box (its phrases stay whole where the column is wide) */
+.explorer-large .widget-text { flex-wrap: wrap; }
+.explorer-large .widget-text > input { min-width: 8em; }
+@container (max-width: 560px) {
+  .explorer-large .explorer-summary .explorer-line span { white-space: normal !important; }
+}
 </style>"""
 CSS = CSS.replace("</style>", WHY_STYLE + "</style>")
 

@@ -9,7 +9,8 @@ boundary-burst preset, the next seam and the seam view (the 100 requests at 59 s
 61 s as marks of their own on a ms axis), request 101's why on the sliding counter
 (``… + 100 × 59/60``, the lines of sliding_counter.lua that ran, its redis.calls), other servers
 with request 101 still chosen, two servers side by side, a request added on the timeline (every
-row decides again) and the exported file opened from disk, stepped to request 101.
+row decides again), the large text a projector needs (*large*) and the exported file opened from
+disk, stepped to request 101.
 
 The one step left out is the page's address: JupyterLab's address names the notebook, not the
 view (the explorer writes it only on the Voilà page), so reopening it is driven there only.
@@ -287,6 +288,11 @@ def test_a_class_drives_the_explorer_in_jupyterlab(lab):
                 page.locator(".explorer-timeline .tl-row").first.scroll_into_view_if_needed()
                 _add_request(page)
                 _looks_right(page, "a request added")
+                page.get_by_role("button", name="large", exact=True).click()
+                page.locator(".explorer-large").wait_for()
+                page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r)))")
+                _looks_right(page, "large, for a projector")
+                _together(page, "large, for a projector")
                 assert not errors, errors
             finally:
                 page.screenshot(path=str(Path(tempfile.gettempdir()) / "explorer_lab_last.png"))
