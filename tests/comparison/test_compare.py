@@ -356,6 +356,44 @@ def test_on_a_real_valkey_same_scorecard_with_server_cpu_and_only_its_own_keys()
     pd.testing.assert_frame_equal(on_fake[1], on_server[1])
 
 
+@pytest.mark.server
+def test_on_a_real_valkey_keys_go_a_slice_at_a_time_and_only_the_runs_own(monkeypatch):
+    """A shard longer than one slice of keys: a key left over that only a later slice uses
+    refuses the run (naming the slice) and is kept; after a run, every key of every window is
+    gone and a key that is not the run's is untouched; the scorecard is the one-slice run's."""
+    from simulator.backends import RedisBackend
+    from simulator.backends.embedded import EmbeddedValkey
+    from simulator.comparison import server as on_server_module
+
+    trace = small_trace(600)
+    trace["t_ms"] = trace["t_ms"] * 1000  # a window of 2000 s on the server's clock: 10 windows
+    base, others = "fixed_window:limit=5,window=2000", ["fixed_window:limit=8,window=2000"]
+    late = f"rl:fw:{{c1}}:{int(trace['t_ms'].iloc[-1]) // 2_000_000}"  # the last window's key
+    with EmbeddedValkey() as server:
+        backend = RedisBackend(server.client(), "valkey")
+        try:
+            whole = compare(trace, base, others, backend=backend)
+            assert backend.client.keys("*") == []
+            monkeypatch.setattr(on_server_module, "KEY_GROUP_REQUESTS", 64)
+            backend.client.set(late, "left over")
+            with pytest.raises(ConfigError, match=r"already exist.*") as refused:
+                compare(trace, base, others, backend=backend)
+            assert "of shard 1 of 1" in str(refused.value)
+            assert "requests 1 to 64 " not in str(refused.value)
+            assert backend.client.get(late) == b"left over"
+            backend.client.delete(late)
+            backend.client.set("somebody:else", "1")
+            sliced = compare(trace, base, others, backend=backend)
+            assert backend.client.keys("*") == [b"somebody:else"]
+        finally:
+            backend.close()
+    server_only = ["server_cpu_us_per_decision", "bytes_per_client_on_server"]
+    pd.testing.assert_frame_equal(
+        whole[0].drop(columns=server_only), sliced[0].drop(columns=server_only)
+    )
+    pd.testing.assert_frame_equal(whole[1], sliced[1])
+
+
 def test_pick_follows_its_stated_rule():
     from simulator.comparison.choice import pick
 
