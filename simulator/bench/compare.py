@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,17 +66,43 @@ def _child(path: Path, backend: str, workers: int, out: Path) -> dict:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     ) as child:  # fmt: skip
         assert child.stderr is not None and child.stdout is not None
-        for line in child.stderr:  # read as it comes: the child never waits on a full pipe
-            if line.startswith(PROGRESS):
-                print(f"  {backend}, {workers} worker(s): {line[len(PROGRESS):]}", end="",
-                      file=sys.stderr, flush=True)  # fmt: skip
-            else:
-                said.append(line.rstrip())
-        stdout = child.stdout.read()
+        try:
+            for line in child.stderr:  # read as it comes: the child never waits on a full pipe
+                if line.startswith(PROGRESS):
+                    print(f"  {backend}, {workers} worker(s): {line[len(PROGRESS):]}", end="",
+                          file=sys.stderr, flush=True)  # fmt: skip
+                else:
+                    said.append(line.rstrip())
+            stdout = child.stdout.read()
+        except BaseException:  # Ctrl-C or SIGTERM here: the child (and its cluster) ends too
+            _stop(child)
+            raise
     if child.returncode != 0:
         last = [line for line in said if line.strip()]
         raise RuntimeError(f"bench compare child failed: {last[-1] if last else child.returncode}")
     return json.loads(stdout.strip().splitlines()[-1])
+
+
+#: Seconds a run's child is given to end on its own (a Ctrl-C at a terminal reached it too), and
+#: then after a Ctrl-C of its own (its Dask cluster and servers stopped), before it is killed.
+STOP_WAIT_S = (5.0, 60.0)
+
+
+def _stop(child: subprocess.Popen[str]) -> None:
+    """End ``child`` as Ctrl-C ends a run: its cluster, its workers and its servers stopped by
+    its own handlers; killed if it is still running after :data:`STOP_WAIT_S`."""
+    own, after_sigint = STOP_WAIT_S
+    try:
+        child.wait(own)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    child.send_signal(signal.SIGINT)
+    try:
+        child.wait(after_sigint)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
 def _decisions(path: Path) -> str:
