@@ -21,14 +21,14 @@ check-tables: $(STAMP)  ## regenerate every table into a temporary folder and co
 	@tmp=$$(mktemp -d) && cp data/memory_*.csv "$$tmp"/ && $(PY) -m simulator charts --full --out-dir "$$tmp" >/dev/null && \
 	$(PY) tools/compare_tables.py data "$$tmp"; status=$$?; rm -rf "$$tmp"; exit $$status
 
-test: $(STAMP)  ## the whole test suite: property, clock, CLI, real-server, browser and notebook tests (what .ci/run runs)
-	$(PY) -m pytest -n 2
+test: $(STAMP)  ## the whole test suite: property, clock, CLI, real-server, browser and notebook tests (what .ci/run runs); the long files first, an idle worker takes tests from the other (worksteal)
+	$(PY) -m pytest -n 2 --dist worksteal
 
 # The markers are declared in pyproject.toml; a test marked none of them is in the fast run.
 FAST := not slow and not server and not browser and not notebook
 
 test-fast: $(STAMP)  ## everything not marked slow, server, browser or notebook (1,388 tests, 2 min 40 s of CPU: its wall time is the load; CONTRIBUTING.md, Tests)
-	$(PY) -m pytest -n 2 -m "$(FAST)"
+	$(PY) -m pytest -n 2 --dist worksteal -m "$(FAST)"
 
 test-lab: $(STAMP)  ## every notebook Run All in JupyterLab at 1280x800, read top to bottom in Chromium (about 20 min)
 	LAB_DRIVE=1 $(PY) -m pytest -p no:cacheprovider tests/notebooks/test_lab_run_all.py tests/notebooks/test_lab_lessons.py

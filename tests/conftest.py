@@ -45,6 +45,26 @@ ROOT = TESTS.parent
 CASES_DIR = TESTS / "algorithms" / "cases"
 
 
+# --- the order the tests are handed out in -----------------------------------------------------
+#: The markers of the tests that take longest (a browser, a kernel, a server, a Dask cluster), in
+#: the order they start: with ``--dist worksteal`` (``make test``) the long ones start first and
+#: the short ones fill the gaps at the end, so no worker is left alone with a long test.
+_FIRST = ("browser", "notebook", "slow", "server")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files in the order of their heaviest test's marker; each file's tests kept together and
+    in their own order (a module's fixtures are set up once)."""
+
+    def weight(item: pytest.Item) -> int:
+        return next((i for i, m in enumerate(_FIRST) if item.get_closest_marker(m)), len(_FIRST))
+
+    heaviest: dict[Path, int] = {}
+    for item in items:
+        heaviest[item.path] = min(heaviest.get(item.path, len(_FIRST)), weight(item))
+    items.sort(key=lambda item: heaviest[item.path])  # stable
+
+
 # --- the command line ---------------------------------------------------------------------------
 def run_cli(
     *args: str | Path,
