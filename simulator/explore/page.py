@@ -91,7 +91,7 @@ class Page:
         self.status = w.HTML("not run yet").add_class("explorer-status")
         self.progress = w.FloatProgress(
             value=0, min=0, max=1, layout=w.Layout(visibility="hidden", width="12em")
-        )
+        ).add_class("explorer-progress")
         self.summary = w.HTML().add_class("explorer-summary")
         #: The rows, drawn and stepped in the browser (simulator.explore.front).
         self.timeline = Timeline()

@@ -82,7 +82,7 @@ def test_the_section_prints_its_figures_and_stops_what_it_started():
     before = _running_below_us()
     lines: list[str] = []
     browser.bench_explorer_browser(out=lines.append, changes=2, steps=2, loads=1)
-    assert len(lines) == 12, lines
+    assert len(lines) == 13, lines
     head, *waits, after = lines
     assert re.fullmatch(
         rf"explorer-browser: .* headless Chromium at 1280x800, default scenario "
@@ -104,6 +104,11 @@ def test_the_section_prints_its_figures_and_stops_what_it_started():
         ),
         (r"a dragged limit, let go to every row decided again and drawn \(2\)", True),
         (r"the export, click to its download link \(2\)", False),
+        (
+            r"the first trace load, the sample access log's preset to its run drawn, the "
+            r"progress bar shown \(1\)",
+            True,
+        ),
     )
     assert len(waits) == len(expected)
     for line, (label, goal) in zip(waits, expected, strict=True):
