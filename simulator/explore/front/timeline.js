@@ -707,11 +707,8 @@ function render({ model, el: host }) {
 
   // ---- what goes back to the kernel -------------------------------------------------------
   function send(name, value, urgent) {
-    // Urgent (a step, a jump, the limit let go): the kernel hears of it right after the frame
-    // that shows it is painted, not before (its sync would hold that frame back); the rest at
-    // most every SYNC_EVERY_MS. Either way the latest value goes, once.
     st.sent[name] = value;
-    if (urgent) { requestAnimationFrame(() => setTimeout(() => flushOne(name), 0)); return; }
+    if (urgent) { flushOne(name); return; }
     if (st.timers[name]) return;
     st.timers[name] = setTimeout(() => { st.timers[name] = null; flushOne(name); }, SYNC_EVERY_MS);
   }
