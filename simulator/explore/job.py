@@ -27,7 +27,7 @@ from simulator.engine.model import scenario_run_id, simulate_whole
 from simulator.engine.run import simulate
 from simulator.engine.scenario import Scenario
 from simulator.fastref import decide_bulk
-from simulator.metrics import trailing_admitted
+from simulator.metrics import rolling_admitted
 from simulator.playback.run import replay
 from simulator.policy import Policy
 
@@ -188,15 +188,11 @@ def summarise(frame: pd.DataFrame, algorithm: str, limit: int, window_ms: int) -
     t_ms = frame["t_ms"].to_numpy(dtype="int64")
     cost = frame["cost"].to_numpy(dtype="int64") if "cost" in frame else None
     exact = decide_bulk(EXACT, codes, t_ms, limit, window_ms, cost=cost)
-    # One algorithm's log of one run: its clients are its groups (as rolling_admitted groups
-    # a log of several), counted in log order at a tie.
-    order = np.lexsort((np.arange(len(frame)), t_ms, codes))
-    most = trailing_admitted(codes, t_ms, allowed, window_ms, order).max()
     return Summary(
         algorithm=algorithm,
         requests=len(frame),
         admitted=int(allowed.sum()),
-        most_in_window=int(most),
+        most_in_window=int(rolling_admitted(frame, window_ms).max()),
         limit=limit,
         wrongly_admitted=int((allowed & ~exact.allowed).sum()),
         wrongly_refused=int((~allowed & exact.allowed).sum()),
