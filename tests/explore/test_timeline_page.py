@@ -105,10 +105,11 @@ def _step_and_hear(page: Page) -> None:
     kernel sets reaches the page."""
     page.locator(".tl-row").first.wait_for()
     assert page.locator(".tl-row").count() == 10
-    readout = page.locator(".tl-readout")
-    assert "request 1 of 200 at 59.000 s" in readout.inner_text()
+    # The readout is written in the next animation frame, which a busy machine can delay: wait
+    # for its text rather than read it at once.
+    page.locator(".tl-readout", has_text="request 1 of 200 at 59.000 s").wait_for()
     page.get_by_role("button", name="seam ▶", exact=True).click()
-    assert "request 101 of 200" in readout.inner_text()
+    page.locator(".tl-readout", has_text="request 101 of 200").wait_for()
     heard = page.locator(".heard")
     heard.filter(has_text="kernel index 100, limit 100").wait_for()
     page.get_by_role("button", name="step ▶", exact=True).click()
