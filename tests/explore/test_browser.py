@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lab_server import open_notebook, run_all
 from served import CHROMIUM, need_chromium  # noqa: E402
 
 need_chromium()
@@ -185,9 +186,7 @@ def test_explorer_in_jupyterlab(workdir, browser_page, tmp_path):
     server = _serve(argv, workdir, port, tmp_path / "lab.log")
     try:
         page = browser_page
-        page.goto(f"{url}/lab/tree/notebooks/00_explorer.ipynb?reset")
-        page.wait_for_function("() => window.jupyterapp !== undefined")
-        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
+        open_notebook(page, url, "notebooks/00_explorer.ipynb")
         page.wait_for_timeout(2000)  # anything that would mark it modified has happened by now
         committed = json.loads((ROOT / "notebooks" / "00_explorer.ipynb").read_text())
         if committed["metadata"]["language_info"]["version"] == platform.python_version():
@@ -203,7 +202,7 @@ def test_explorer_in_jupyterlab(workdir, browser_page, tmp_path):
         assert source.read_text() == (ROOT / "notebooks" / "src" / "00_explorer.py").read_text(), (
             "saving the notebook rewrote its paired source"
         )
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        run_all(page, "00_explorer.ipynb")
         _explore(page, ".jp-WindowedPanel-outer")
         page.locator(".explorer-summary").first.scroll_into_view_if_needed()
         page.screenshot(path=str(shots() / "explorer_lab.png"))

@@ -39,7 +39,7 @@ from served import CHROMIUM, need_chromium  # noqa: E402
 
 need_chromium()
 
-from lab_server import lab_at  # noqa: E402
+from lab_server import lab_at, model_errors, open_notebook, run_all  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from test_class_drive import _add_request, _seam_view, _text, _wait, _why  # noqa: E402
 
@@ -125,19 +125,6 @@ _DRAWN = """() => {
   const s = document.querySelector('.explorer-summary');
   return !!s && /\\w+: admitted [\\d,]+ of/.test(s.innerText);
 }"""
-#: Whether every code cell has been given to the kernel (has an execution count): a Run All
-#: lost while the kernel started leaves them without one.
-_ALL_SENT = """() => {
-  const cells = window.jupyterapp.shell.currentWidget?.content?.model?.cells;
-  if (!cells) return false;
-  for (let i = 0; i < cells.length; i++) {
-    const c = cells.get(i);
-    if (c.type === 'code' && c.sharedModel.source.trim() && c.executionCount === null) return false;
-  }
-  return true;
-}"""
-
-
 #: What the notebook shows when the explorer has not drawn: each code cell's execution count and
 #: the first of its output's text, the kernel's status and the explorer's status line.
 _STATE = """() => {
@@ -164,31 +151,16 @@ def _not_drawn(page: Page, log: Path) -> str:
 
 
 def _run_notebook(page: Page, url: str, log: Path) -> None:
-    """Open the explorer's notebook, Run All, and wait for the explorer's first run drawn.
-
-    On a busy machine JupyterLab may ask which kernel to start (the notebook's own, python3, is
-    the dialog's default and is accepted), or lose a Run All queued while the kernel was still
-    starting: then, the kernel idle a minute on and a cell never run, it is asked again (not
-    while the explorer's first run goes on in its threads with the kernel idle)."""
-    page.goto(f"{url}/lab/tree/notebooks/00_explorer.ipynb?reset")
-    page.wait_for_function("() => window.jupyterapp !== undefined")
-    idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-    ask = page.locator(".jp-Dialog .jp-mod-accept")
+    """Open the explorer's notebook, Run All (``tests/lab_server.py``: a kernel dialog answered,
+    Run All again if JupyterLab replaced the kernel under it), and wait for the explorer's first
+    run drawn."""
+    open_notebook(page, url, "notebooks/00_explorer.ipynb")
+    run_all(page, "00_explorer.ipynb")
+    assert not model_errors(page), _not_drawn(page, log)
     deadline = time.monotonic() + WAIT_MS / 1000
-    asked_at = None
     while not page.evaluate(_DRAWN):
         if time.monotonic() > deadline:
             raise AssertionError(_not_drawn(page, log))
-        assert not page.locator(".jp-OutputArea-output.jp-mod-error").count(), _text(
-            page, ".jp-OutputArea-output.jp-mod-error"
-        )
-        if ask.count():
-            ask.first.click()
-        elif idle.count() and (
-            asked_at is None or (time.monotonic() - asked_at > 60 and not page.evaluate(_ALL_SENT))
-        ):
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-            asked_at = time.monotonic()
         # The explorer's output is drawn only while its cell is on screen (JupyterLab 4 draws
         # only those): scroll to it.
         page.evaluate(f"() => document.querySelector('{OUTER}')?.scrollTo(0, 400)")

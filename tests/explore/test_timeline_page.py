@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from lab_server import open_notebook, run_all
 from served import CHROMIUM, need_chromium  # noqa: E402
 
 need_chromium()
@@ -137,15 +138,6 @@ def test_the_widget_steps_in_the_page_and_the_kernel_hears(tmp_path):
     assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
 
 
-#: The notebook's kernel connected and idle, as JupyterLab's own session sees it.
-KERNEL_READY = """() => {
-  const widget = window.jupyterapp.shell.currentWidget;
-  const kernel = widget && widget.sessionContext && widget.sessionContext.session
-    && widget.sessionContext.session.kernel;
-  return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
-}"""
-
-
 def test_the_widget_in_jupyterlab(tmp_path):
     server, port, log = _serve(tmp_path, lab=True)
     try:
@@ -154,11 +146,8 @@ def test_the_widget_in_jupyterlab(tmp_path):
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
                 page.set_default_timeout(WAIT_S * 1000)
-                page.goto(f"http://127.0.0.1:{port}/lab/tree/timeline.ipynb?reset")
-                page.wait_for_function("() => window.jupyterapp !== undefined")
-                page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
-                page.wait_for_function(KERNEL_READY)  # run too early, the cells are not run
-                page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+                open_notebook(page, f"http://127.0.0.1:{port}", "timeline.ipynb")
+                run_all(page, "timeline.ipynb")
                 _step_and_hear(page)
             finally:
                 browser.close()

@@ -1,13 +1,8 @@
 """Driving JupyterLab as a learner does: open a lesson, Run All, read it top to bottom (the
 server itself is started by ``tests/lab_server.py``).
 
-The drives in ``test_lab_run_all.py`` and ``test_lab_lessons.py`` share this. Everything waits on
-what the page says, never on the clock: a notebook is open once its context and its kernel are
-ready and the kernel is idle; Run All is done once the command's promise has settled, the kernel
-is idle again and no cell is running; and it is *complete* only once every code cell holds an
-execution count. On a busy machine JupyterLab may ask which kernel to start (it had not read the
-kernel specs yet; the notebook's own is the dialog's default and is accepted), and cells queued
-on a kernel that was replaced as it started are lost: Run All then runs again, a few times.
+The drives in ``test_lab_run_all.py`` and ``test_lab_lessons.py`` share this; opening a notebook
+and Run All (waiting on what the page says, never on the clock) are ``tests/lab_server.py``'s.
 
 JupyterLab 4 draws only the cells on screen, so the reader scrolls ``.jp-WindowedPanel-outer``,
 waits for two animation frames and the images on screen at each stop, and proves that it has
@@ -27,8 +22,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 #: A kernel's start and a lesson's run on a busy 2-core machine.
 WAIT_MS = 900_000
 VIEWPORT = {"width": 1280, "height": 800}
-#: How many times Run All is asked before a lesson that keeps losing cells fails.
-RUNS = 4
 
 Page = Any  # playwright's Page: the module is imported only where Chromium is
 
@@ -72,113 +65,6 @@ def tab(browser: Any, tmp_path: Path) -> Iterator[Page]:
                 "() => window.jupyterapp && window.jupyterapp.serviceManager.sessions.shutdownAll()"
             )
         page.close()
-
-
-#: What the page is waiting on, or ``false`` while it is still on its way: a dialog to answer
-#: (the kernel's choice), or the notebook ``path`` open with its kernel connected and idle.
-_OPENED = """(path) => {
-  if (document.querySelector('.jp-Dialog .jp-mod-accept')) return 'dialog';
-  const panel = window.jupyterapp?.shell.currentWidget;
-  if (!panel || !panel.context || panel.context.path !== path || !panel.context.isReady) return false;
-  const session = panel.sessionContext;
-  const kernel = session?.session?.kernel;
-  if (!session?.isReady || !kernel || kernel.connectionStatus !== 'connected') return false;
-  return kernel.status === 'idle' ? 'ready' : false;
-}"""
-
-#: Run All, its outcome kept on the window once the command's promise settles.
-_RUN_ALL = """() => {
-  window.__runAll = null;
-  window.jupyterapp.commands.execute('notebook:run-all-cells').then(
-    (ok) => { window.__runAll = ok === false ? 'stopped' : 'done'; },
-    (e) => { window.__runAll = 'failed: ' + e; });
-}"""
-
-#: Run All settled, the kernel idle and no cell running; or a dialog to answer.
-_SETTLED = """() => {
-  if (document.querySelector('.jp-Dialog .jp-mod-accept')) return 'dialog';
-  const panel = window.jupyterapp.shell.currentWidget;
-  const kernel = panel.sessionContext.session?.kernel;
-  if (window.__runAll === null || !kernel || kernel.status !== 'idle') return false;
-  const cells = panel.content.model.cells;
-  for (let i = 0; i < cells.length; i++) {
-    if (cells.get(i).type === 'code' && cells.get(i).executionState === 'running') return false;
-  }
-  return window.__runAll;
-}"""
-
-#: The code cells: [code cells, cells with an execution count, indices of the errors' cells].
-_COUNTS = """() => {
-  const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
-  let code = 0, ran = 0; const errors = [];
-  for (let i = 0; i < cells.length; i++) {
-    const c = cells.get(i);
-    if (c.type !== 'code' || !c.sharedModel.source.trim()) continue;
-    code++;
-    if (c.executionCount !== null) ran++;
-    for (let j = 0; j < c.outputs.length; j++) {
-      const o = c.outputs.get(j).toJSON();
-      const text = [].concat(o.text || []).join('');
-      if (o.output_type === 'error' || /Traceback \\(most recent call last\\)/.test(text)) {
-        errors.push(i);
-      }
-    }
-  }
-  return [code, ran, errors];
-}"""
-
-
-def _answer(page: Page, state: str) -> bool:
-    """Accept a dialog if ``state`` says one is up; whether there was one."""
-    if state != "dialog":
-        return False
-    page.locator(".jp-Dialog .jp-mod-accept").first.click()
-    page.locator(".jp-Dialog").wait_for(state="detached")
-    return True
-
-
-def open_lesson(page: Page, url: str, path: str) -> None:
-    """Open the notebook at ``path`` (from the lab's root) in a fresh workspace and wait for its
-    kernel to be connected and idle, answering the kernel's dialog if JupyterLab asks."""
-    page.goto(f"{url}/lab/tree/{path}?reset")
-    _wait_idle(page, path)
-
-
-def _wait_idle(page: Page, path: str) -> None:
-    """Until ``path`` is open with its kernel connected and idle, answering any dialog."""
-    while _answer(page, page.wait_for_function(_OPENED, arg=path).json_value()):
-        pass
-
-
-def run_all(page: Page, name: str) -> int:
-    """Run All on the open notebook until every code cell has an execution count (or a cell
-    failed, which the caller reports); how many times Run All was asked."""
-    for runs in range(1, RUNS + 1):
-        page.evaluate(_RUN_ALL)
-        while _answer(page, state := page.wait_for_function(_SETTLED).json_value()):
-            pass
-        code, ran, errors = page.evaluate(_COUNTS)
-        if ran == code or errors:
-            return runs
-        # Cells were lost (queued on a kernel replaced as it started): wait for it to be idle.
-        assert not state.startswith("failed"), f"{name}: Run All {state}"
-        _wait_idle(page, page.evaluate(_PATH))
-    raise AssertionError(f"{name}: {ran} of {code} code cells ran after Run All {RUNS} times")
-
-
-_PATH = "() => window.jupyterapp.shell.currentWidget.context.path"
-
-
-def model_errors(page: Page) -> list[str]:
-    """The error outputs and tracebacks in the notebook's model, each as its cell's index and
-    the start of its source (read from the model: no cell can be off screen)."""
-    errors = page.evaluate(_COUNTS)[2]
-    sources = page.evaluate(
-        """(ix) => ix.map(i => window.jupyterapp.shell.currentWidget.content.model.cells
-                          .get(i).sharedModel.source.slice(0, 80))""",
-        errors,
-    )
-    return [f"cell {i}: {s!r}" for i, s in zip(errors, sources, strict=True)]
 
 
 #: Two animation frames (the windowed list draws on the frame after a scroll), then every image

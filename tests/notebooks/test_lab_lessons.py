@@ -23,15 +23,12 @@ from lab_drive import (
     cell_index,
     chromium,
     copy_lessons,
-    model_errors,
-    open_lesson,
     read_through,
-    run_all,
     scroll_to_cell,
     tab,
     type_into_cell,
 )
-from lab_server import lab_at
+from lab_server import lab_at, model_errors, open_notebook, run_all
 
 from simulator.lessons import NO_GUESS
 from simulator.userscripts.exercises import NOT_ATTEMPTED
@@ -90,7 +87,7 @@ def _row(text: str, name: str) -> str:
 
 def test_lesson_01_asks_for_a_guess_then_reveals_the_comparison(lab, page):
     name = "01_boundary_burst.ipynb"
-    open_lesson(page, lab, f"notebooks/{name}")
+    open_notebook(page, lab, f"notebooks/{name}")
     run_all(page, name)
     reveal = cell_index(page, "reveal(my_guess")
     shown = scroll_to_cell(page, reveal)
@@ -118,7 +115,7 @@ def test_lesson_01_asks_for_a_guess_then_reveals_the_comparison(lab, page):
 
 def test_lesson_06_grades_a_zero_reply_an_untouched_skeleton_and_a_right_script(lab, page):
     name = "06_write_your_own.ipynb"
-    open_lesson(page, lab, f"notebooks/{name}")
+    open_notebook(page, lab, f"notebooks/{name}")
     run_all(page, name)
     table = scroll_to_cell(page, cell_index(page, "attempts = {name: attempt"))
     assert _row(table, "fixed_window").rstrip().endswith("differs"), table

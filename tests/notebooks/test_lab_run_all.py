@@ -26,13 +26,10 @@ from lab_drive import (
     ROOT,
     chromium,
     copy_lessons,
-    model_errors,
-    open_lesson,
     read_through,
-    run_all,
     tab,
 )
-from lab_server import lab_at
+from lab_server import lab_at, model_errors, open_notebook, run_all
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if not CHROMIUM.exists():
@@ -86,7 +83,7 @@ def page(browser: object, lab: str, tmp_path: Path) -> Iterator[object]:
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_each_lesson_reads_cleanly_after_run_all_in_jupyterlab(name, lab, page):
-    open_lesson(page, lab, f"notebooks/{name}")
+    open_notebook(page, lab, f"notebooks/{name}")
     runs = run_all(page, name)
     assert not model_errors(page), f"{name}: errors after Run All: {model_errors(page)}"
     seen = read_through(page)
@@ -114,7 +111,7 @@ def test_the_drive_sees_a_wide_table_and_an_error(workdir, lab, page):
         nbformat.v4.new_code_cell("raise ValueError('made to fail')"),
     ]
     nbformat.write(nb, workdir / "probe.ipynb")
-    open_lesson(page, lab, "probe.ipynb")
+    open_notebook(page, lab, "probe.ipynb")
     run_all(page, "probe.ipynb")
     assert model_errors(page) == ["cell 1: \"raise ValueError('made to fail')\""]
     seen = read_through(page)
