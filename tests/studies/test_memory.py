@@ -65,11 +65,25 @@ def backend(server):
     b.close()
 
 
+#: The layouts whose clones are weighed against many users built by the scripts themselves
+#: (test_clones_weigh_what_script_built_users_weigh: 200 such users once gave a ratio of 0.94,
+#: 1000 hold it within 5 %); the other layouts' script-built users only give their keys' form.
+RATIO = {("sliding_log", "now_ms-seq", 100), ("sliding_log", "uuid4", 100)}
+
+
 @pytest.fixture(scope="module")
 def table(backend):
-    table, growth = memory.measure_all(
-        backend, USERS, 256 << 20, "embedded", SMALL, script_users=1000, progress=False
-    )
+    parts = []
+    for many in (True, False):
+        layouts = [y for y in SMALL if ((y.algorithm, y.id_format, y.limit) in RATIO) == many]
+        parts.append(
+            memory.measure_all(
+                backend, USERS, 256 << 20, "embedded", layouts,
+                script_users=1000 if many else 50, progress=False,
+            )
+        )  # fmt: skip
+    table = pd.concat([t for t, _ in parts], ignore_index=True)
+    growth = pd.concat([g for _, g in parts], ignore_index=True)
     return table.set_index(["algorithm", "state", "limit", "id_format"]), growth
 
 
@@ -181,9 +195,9 @@ def test_whiteboard_and_comparison(table):
 
 def test_memory_command_writes_its_tables(tmp_path: Path):
     argv = ["memory", "--users", "1000", "--budget", "0.2"]
-    # 20 users built by the scripts are enough to check the clones' form (the figures' sanity
-    # is the module's other tests); 200 took a million script calls
-    argv += ["--script-users", "20", "--decisions", "30", "--out-dir", str(tmp_path)]
+    # 2 users built by the scripts are enough to check the tables' form (the figures' sanity is
+    # the module's other tests); 20 took 800,000 script calls at the 10,000-request layouts
+    argv += ["--script-users", "2", "--decisions", "30", "--out-dir", str(tmp_path)]
     done = run_cli(*argv)
     assert done.returncode == 0, done.stderr[-2000:]
     per_user = pd.read_csv(tmp_path / "memory_per_user_1k.csv")
