@@ -30,6 +30,10 @@ HOLD = (
     "s = EmbeddedValkey().start(); print(s.dir, flush=True); sys.stdin.read()"
 )
 
+# A refused client is refused at once: redis-py's default retries an AuthenticationError (a
+# ConnectionError) ten times with back-off, about 4 s a call.
+NO_RETRY = Retry(NoBackoff(), 0)
+
 pytestmark = pytest.mark.server
 
 
@@ -85,9 +89,9 @@ def test_server_needs_its_password_and_talks_through_a_private_socket() -> None:
         for conf in server.dir.glob("*.conf"):
             assert stat.S_IMODE(conf.stat().st_mode) == 0o600
         for stranger in (
-            redis.Redis(host=server.host, port=server.port),  # over TCP
-            redis.Redis(unix_socket_path=str(server.socket)),  # over the socket
-            redis.Redis(host=server.host, port=server.port, password="guess"),
+            redis.Redis(host=server.host, port=server.port, retry=NO_RETRY),  # over TCP
+            redis.Redis(unix_socket_path=str(server.socket), retry=NO_RETRY),  # the socket
+            redis.Redis(host=server.host, port=server.port, password="guess", retry=NO_RETRY),
         ):
             if stranger.connection_pool.connection_kwargs.get("password"):
                 with pytest.raises(redis.AuthenticationError):
@@ -145,7 +149,7 @@ def test_cluster() -> None:
             info = node.execute_command("CLUSTER", "INFO")
             assert "cluster_state:ok" in info
             node.close()
-            _refused(redis.Redis(host=host, port=port))  # every node wants the password
+            _refused(redis.Redis(host=host, port=port, retry=NO_RETRY))  # every node wants one
         with pytest.raises(redis.exceptions.RedisClusterException, match="(?i)auth"):
             RedisCluster(host="127.0.0.1", port=cluster.nodes[0][1])
 
