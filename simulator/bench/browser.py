@@ -530,6 +530,7 @@ def _measure(
     views = waits.in_page(steps, "whole run", "seam view ±2 s")
     out(f"the seam view, click to paint ({steps}): {_figures(views)}")
     waits.button("whole run")()
+    waits.page.evaluate(_PAINTED)  # the rows at their size before a box is read
     painted = waits.painted(changes)
     out(
         f"a painted request, click on a row's axis to every row decided again and drawn "

@@ -121,7 +121,7 @@ class Explorer:
         self._scrub_generation = 0
         self._timer: threading.Timer | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
-        self._quiet = False
+        self._hushed = threading.local()  # per thread: see _hush
         self._valkey: Backend | None = None
         self._client: str | None = None
         self.controls.observe(self._changed)
@@ -157,14 +157,25 @@ class Explorer:
         """The request shown on the time bar, if any."""
         return self.timebar.step
 
+    @property
+    def _quiet(self) -> bool:
+        """True while this thread sets widgets itself (inside :meth:`_hush`)."""
+        return bool(getattr(self._hushed, "on", False))
+
     @contextmanager
     def _hush(self) -> Iterator[None]:
-        """Widgets set by the explorer itself: their change handlers do nothing meanwhile."""
-        self._quiet = True
+        """Widgets set by the explorer itself: their change handlers do nothing meanwhile.
+
+        Per thread: a handler runs in the thread that set the widget, so what the explorer sets
+        (often in its worker thread) is hushed, while what the page sends meanwhile (handled in
+        the kernel's own thread) is not lost -- a request painted while a run was being drawn.
+        """
+        was = self._quiet
+        self._hushed.on = True
         try:
             yield
         finally:
-            self._quiet = False
+            self._hushed.on = was
 
     # -- backends ---------------------------------------------------------------------------
     def _backend_for(self, name: str) -> Backend:

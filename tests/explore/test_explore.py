@@ -324,9 +324,8 @@ def test_errors_name_the_control_in_its_units_and_leave_the_figure_stale(tmp_pat
         assert "cannot read" in said, said
 
         def flood() -> None:  # several controls at once, the last one runs
-            explorer._quiet = True
-            c.source.value, c.duration_s.value, c.poisson.value = "traffic mix", 3600, 20
-            explorer._quiet = False
+            with explorer._hush():
+                c.source.value, c.duration_s.value, c.poisson.value = "traffic mix", 3600, 20
             c.poisson_rate.value = 20.0
 
         said = _error_of(explorer, flood)
@@ -550,3 +549,37 @@ def test_a_trace_span_too_long_to_explore_is_refused_naming_the_span(tmp_path):
     assert runner.run(Settings(trace=str(trace), trace_span_s=0.03)).decisions == 30 * len(
         Settings().algorithms
     )  # every algorithm of the registry
+
+
+def test_a_change_sent_while_the_explorer_sets_its_widgets_in_another_thread_is_not_lost():
+    """The explorer hushes the handlers of what it sets itself, often in its worker thread; a
+    request painted on the page meanwhile (handled in the kernel's own thread) still runs."""
+    import threading
+
+    from simulator.explore.presets import PRESETS
+
+    explorer = Explorer(PRESETS["boundary burst"].settings, debounce_s=0.01)
+    try:
+        assert explorer.refresh() is not None
+        drawn = explorer.drawn
+        inside, leave = threading.Event(), threading.Event()
+
+        def draw_elsewhere() -> None:
+            with explorer._hush():
+                inside.set()
+                leave.wait(60)
+
+        other = threading.Thread(target=draw_elsewhere)
+        other.start()
+        try:
+            assert inside.wait(60)
+            assert not explorer._quiet  # hushed there, not here
+            explorer.timeline.added = [{"t_ms": 30_000, "n": 3}]
+        finally:
+            leave.set()
+            other.join(60)
+        assert explorer.wait(drawn + 1, timeout=120), explorer.status.value
+        assert _shown(explorer, lambda o: o.settings.traffic.added), explorer.status.value
+        assert explorer.outcome.settings.traffic.added[0][1:] == (30.0, 3)
+    finally:
+        explorer.close()
