@@ -81,13 +81,18 @@ my_guess = None  # flips to refused: {"sliding_counter": ..., "token_bucket": ..
 # One call replays the baseline and every candidate over the whole log and returns the
 # scorecard (one row per configuration) and the clients each candidate decided differently -
 # and, for choosing the number later, every configuration again at each of `LIMITS` (the same
-# run: the log is read once), with each client's peak in one window.
+# run: the log is read once), with each client's peak in one window. `backend="auto"` runs the
+# scripts where the command line would: on an embedded Valkey when every algorithm takes its
+# time from the request (as these do), on the fake server otherwise; the first line says which.
 
 # %%
-scorecard, clients, limits, peaks = compare_limits(TRACE, BASELINE, CANDIDATES, LIMITS, fmt=FORMAT)
+scorecard, clients, limits, peaks = compare_limits(
+    TRACE, BASELINE, CANDIDATES, LIMITS, fmt=FORMAT, backend="auto"
+)
 facts = scorecard.attrs["trace"]
 step_s = facts["resolution_ms"] / 1000
 Markdown(
+    f"`{scorecard.attrs['backend']}`\n\n"
     f"The log holds **{facts['requests']:,} requests** from **{facts['clients']:,} clients** "
     f"over {(facts['t_max_ms'] - facts['t_min_ms']) / 3_600_000:,.1f} hours. Its times are "
     f"whole multiples of **{step_s:g} s**: requests of one {step_s:g} s step are decided in the "

@@ -26,6 +26,7 @@ import pandas as pd
 from simulator.algorithms import ALGORITHMS
 from simulator.algorithms.base import own_params
 from simulator.checks import MAX_LIMIT, ConfigError
+from simulator.comparison.scorecard import held
 from simulator.comparison.spec import Candidate
 from simulator.playback.traces import TraceFormat
 
@@ -143,8 +144,9 @@ def without_variants(scorecard: pd.DataFrame, clients: pd.DataFrame) -> tuple:
     named = set(main["candidate"])
     timeline = scorecard.attrs.get("timeline")
     if timeline is not None:
-        main.attrs["timeline"] = timeline[timeline["candidate"].isin(named)].reset_index(drop=True)
-        main.attrs["timeline"].attrs = dict(timeline.attrs)
+        kept = timeline[timeline["candidate"].isin(named)].reset_index(drop=True)
+        kept.attrs = dict(timeline.attrs)
+        main.attrs["timeline"] = held(kept)
     mine = clients[clients["candidate"].isin(named)].reset_index(drop=True)
     return main, mine
 

@@ -180,8 +180,10 @@ def compare(
     ``shards``: the trace dealt by client into that many shards, each replayed on a fake server
     of its own; ``scheduler``: None (here, one task after another), ``"local"`` (a Dask
     LocalCluster), ``"tcp://HOST:PORT"`` or a ``distributed.Client`` (the shard files must be
-    readable by every worker: ``workdir`` on a shared folder). ``backend``: a real server to
-    replay on instead (the tasks then run here, one after another, each candidate's keys
+    readable by every worker: ``workdir`` on a shared folder). ``backend``: ``"auto"`` for the
+    fastest that decides as the fake server does, as the command line chooses
+    (:mod:`simulator.comparison.fastest`; ``scorecard.attrs["backend"]`` says which and why), a
+    real server to replay on instead (the tasks then run here, one after another, each candidate's keys
     deleted after it), or a :class:`~simulator.backends.specs.BackendSpec` (each task starts a
     server of its own from it, here or on the Dask workers). ``listeners`` hear of the run as it goes (:class:`Listeners`), so a caller
     shows progress and keeps what was finished if the run is stopped.
@@ -189,6 +191,16 @@ def compare(
     base, others = resolve_candidates(baseline, candidates)
     shards = check_int("compare", "shards", shards, 1, MAX_SHARDS)
     everyone = [base, *others]
+    if isinstance(backend, str) and backend == "auto":
+        from simulator.comparison.fastest import on_fastest
+
+        def run(chosen: Any, heard: Listeners) -> tuple[pd.DataFrame, pd.DataFrame]:
+            return compare(
+                trace, base, others, fmt=fmt, shards=shards, scheduler=scheduler,
+                backend=chosen, workdir=workdir, listeners=heard,
+            )  # fmt: skip
+
+        return on_fastest(run, everyone, listeners, spread=scheduler is not None)
     _check_runnable(everyone, shards, backend)
     from simulator.engine.workers import check_scheduler
 

@@ -159,24 +159,56 @@ def client_table(parts: list[Part]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=list(CLIENT_COLUMNS))
 
 
+class Timeline(pd.DataFrame):
+    """The timeline as a scorecard's ``attrs`` hold it: a frame whose deep copy is itself.
+
+    pandas deep-copies a frame's ``attrs`` with every operation on it (a filter, an index set or
+    reset); a comparison's timeline has a row per time bucket and configuration (600,000 for
+    the sample log at 16 configurations), and copying it took a third of the comparison's time
+    on the embedded Valkey. The scorecard's copies share it instead: it is read, not changed in
+    place. Whatever is computed from it is a plain frame."""
+
+    def __deepcopy__(self, memo: Any = None) -> Timeline:
+        return self
+
+    @property
+    def _constructor(self) -> type[pd.DataFrame]:
+        return pd.DataFrame
+
+
+def held(frame: pd.DataFrame) -> Timeline:
+    """``frame`` (its ``attrs`` kept) as a :class:`Timeline`."""
+    out = Timeline(frame)
+    out.attrs = dict(frame.attrs)
+    return out
+
+
 def timeline_frame(parts: list[Part], timeline: tuple[int, int, int]) -> pd.DataFrame:
+    """Per time bucket and configuration: flips each way and the clients holding state (one
+    block of rows per configuration, in ``parts``' order), as a :class:`Timeline`."""
     t0_ms, bucket_ms, buckets = timeline
-    frames = []
-    for p in parts:
-        frames.append(
-            pd.DataFrame(
-                {
-                    "candidate": p.candidate,
-                    "t_ms": t0_ms + bucket_ms * np.arange(buckets, dtype=np.int64),
-                    "flips_to_refused": _or_zeros(p.flips_to_refused_t, buckets),
-                    "flips_to_admitted": _or_zeros(p.flips_to_admitted_t, buckets),
-                    "active_clients": _or_zeros(p.active_t, buckets),
-                }
-            )
+    names = np.array([p.candidate for p in parts], dtype=object)
+    ticks = t0_ms + bucket_ms * np.arange(buckets, dtype=np.int64)
+    out = held(
+        pd.DataFrame(
+            {  # whole columns at once: a frame per part, concatenated, took 2 s for 600,000 rows
+                "candidate": np.repeat(names, buckets),
+                "t_ms": np.tile(ticks, len(parts)),
+                "flips_to_refused": _joined(parts, "flips_to_refused_t", buckets),
+                "flips_to_admitted": _joined(parts, "flips_to_admitted_t", buckets),
+                "active_clients": _joined(parts, "active_t", buckets),
+            }
         )
-    out = pd.concat(frames, ignore_index=True)
+    )
     out.attrs["bucket_ms"] = bucket_ms
     return out
+
+
+def _joined(parts: list[Part], field: str, n: int) -> np.ndarray:
+    """Each part's ``field`` (``n`` buckets; zeros where the part has none), one after another."""
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([_or_zeros(getattr(p, field), n) for p in parts]).astype(np.int64)
 
 
 def _or_zeros(a: np.ndarray | None, n: int) -> np.ndarray:

@@ -122,6 +122,7 @@ def lesson_figures() -> dict[str, Figure]:
         [f"{a}:limit=10,window=10" for a in ("sliding_counter", "token_bucket", "sliding_log")],
         limits,
         fmt="clf",
+        backend="auto",  # as the lesson runs it
     )
     figs["scorecard"] = scorecard_figure(card)
     figs["flips_over_time"] = flips_over_time_figure(card)
