@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from kernel_polls import poll_each_second
 from lab_drive import CHROMIUM
 from nbclient import NotebookClient
 from tables import tables_that_do_not_fit
@@ -91,6 +92,7 @@ def test_notebook_executes_and_reveals_only_after_a_guess(path, tmp_path):
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     with client.setup_kernel():
+        poll_each_second(client.kc)
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
         assert not _errors(nb)
