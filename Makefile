@@ -27,7 +27,7 @@ test: $(STAMP)  ## the whole test suite: property, clock, CLI, real-server, brow
 # The markers are declared in pyproject.toml; a test marked none of them is in the fast run.
 FAST := not slow and not server and not browser and not notebook
 
-test-fast: $(STAMP)  ## everything not marked slow, server, browser or notebook (1,412 tests, about a minute at idle; CONTRIBUTING.md, Tests)
+test-fast: $(STAMP)  ## everything not marked slow, server, browser or notebook (1,414 tests, about a minute at idle; CONTRIBUTING.md, Tests)
 	$(PY) -m pytest -n 2 --dist worksteal -m "$(FAST)"
 
 test-lab: $(STAMP)  ## every notebook Run All in JupyterLab at 1280x800, read top to bottom in Chromium (about 20 min)
