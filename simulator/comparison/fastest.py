@@ -32,10 +32,7 @@ from simulator.backends.embedded import expiry_counted_when_read
 from simulator.backends.specs import make_backend
 from simulator.comparison.spec import Candidate
 
-__all__ = ["AUTO", "on_fastest"]
-
-#: The ``backend`` that asks :func:`~simulator.comparison.compare` to choose.
-AUTO = "auto"
+__all__ = ["on_fastest"]
 
 Result = tuple[pd.DataFrame, pd.DataFrame]
 #: One run of the comparison on a backend (None: the fake server) with these listeners.

@@ -208,7 +208,9 @@ def _joined(parts: list[Part], field: str, n: int) -> np.ndarray:
     """Each part's ``field`` (``n`` buckets; zeros where the part has none), one after another."""
     if not parts:
         return np.zeros(0, dtype=np.int64)
-    return np.concatenate([_or_zeros(getattr(p, field), n) for p in parts]).astype(np.int64)
+    return np.concatenate([_or_zeros(getattr(p, field), n) for p in parts]).astype(
+        np.int64, copy=False
+    )
 
 
 def _or_zeros(a: np.ndarray | None, n: int) -> np.ndarray:
